@@ -1,0 +1,201 @@
+//! `allocate`: place pending tasks on nodes with idle resources (bind) or on nodes whose
+//! resources are being released (pipeline), respecting gangs (spec/framework.md §6.2).
+//!
+//! Jobs with network topology or sub-group policies take Volcano's hyperNode-aware path
+//! (§6.2.5); volcano-rs does not model hyperNodes yet, so every job takes the flat path.
+
+use std::collections::BTreeMap;
+
+use crate::framework::{PriorityQueue, Session, Statement};
+use crate::model::fit::{FitError, FitErrors};
+use crate::model::job::phase;
+use crate::model::{DimensionDefault, JobId, NodeId, QueueId, TaskId, TaskStatus};
+
+use super::helper::{PredicateHelper, allocate_predicate, choose_node};
+
+/// Argument `predicateErrorCacheEnable` (default true).
+fn predicate_cache_enabled(ssn: &Session) -> bool {
+    let mut on = true;
+    if let Some(args) = ssn.state.conf.action_arguments("allocate")
+        && let Err(e) = args.get_bool("predicateErrorCacheEnable", &mut on)
+    {
+        tracing::warn!(error = %e, "allocate argument ignored");
+    }
+    on
+}
+
+/// Pending tasks of a job that allocate handles: not gated (other than by Volcano's own
+/// queue-allocation gate alone) and not best-effort.
+fn pending_task_heap(ssn: &Session, job: JobId) -> PriorityQueue<TaskId> {
+    let mut heap = PriorityQueue::new();
+    for t in ssn.state.job_tasks_in(job, TaskStatus::Pending) {
+        let spec = &ssn.state.task(t).spec;
+        if (spec.sch_gated && !spec.only_volcano_gate) || spec.resreq.is_empty() {
+            continue;
+        }
+        heap.push(t, |a, b| ssn.task_order(a, b));
+    }
+    heap
+}
+
+pub fn execute(ssn: &mut Session) {
+    let cache_enabled = predicate_cache_enabled(ssn);
+    let enqueue_configured = ssn.state.configured_actions.iter().any(|a| a == "enqueue");
+
+    let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
+    let mut jobs_by_queue: BTreeMap<QueueId, PriorityQueue<JobId>> = BTreeMap::new();
+    let mut task_heaps: BTreeMap<JobId, PriorityQueue<TaskId>> = BTreeMap::new();
+
+    let job_ids: Vec<JobId> = ssn.state.job_ids().collect();
+    for job in job_ids {
+        if ssn.state.job(job).is_pending() {
+            if enqueue_configured {
+                continue;
+            }
+            ssn.state.jobs[job.index()].status.phase = phase::INQUEUE.to_string();
+        }
+        if let Some(invalid) = ssn.job_valid(job) {
+            tracing::debug!(job = %ssn.state.job(job).uid, reason = %invalid.reason, "job not valid");
+            continue;
+        }
+        let Some(q) = ssn.state.job(job).queue else { continue };
+        let heap = pending_task_heap(ssn, job);
+        if heap.is_empty() {
+            continue;
+        }
+        task_heaps.insert(job, heap);
+        let first = !jobs_by_queue.contains_key(&q);
+        jobs_by_queue.entry(q).or_default().push(job, |a, b| ssn.job_order(a, b));
+        if first {
+            queues.push(q, |a, b| ssn.queue_order(a, b));
+        }
+    }
+
+    let all_nodes: Vec<NodeId> = ssn.state.node_ids().collect();
+    while let Some(q) = queues.pop(|a, b| ssn.queue_order(a, b)) {
+        if ssn.overused(q) {
+            continue;
+        }
+        let Some(mut jobs) = jobs_by_queue.remove(&q) else { continue };
+        let Some(job) = jobs.pop(|a, b| ssn.job_order(a, b)) else { continue };
+        let Some(mut tasks) = task_heaps.remove(&job) else {
+            jobs_by_queue.insert(q, jobs);
+            continue;
+        };
+        let stmt = allocate_resources_for_tasks(ssn, job, q, &mut tasks, &all_nodes, cache_enabled);
+        if let Some(stmt) = stmt
+            && ssn.job_ready(job)
+        {
+            ssn.commit(stmt);
+            if !tasks.is_empty() {
+                jobs.push(job, |a, b| ssn.job_order(a, b));
+            }
+        }
+        // A pipelined-but-not-ready statement stays applied, neither committed nor discarded
+        // (§6.2.6): it reserves the resources for the rest of the cycle.
+        task_heaps.insert(job, tasks);
+        jobs_by_queue.insert(q, jobs);
+        queues.push(q, |a, b| ssn.queue_order(a, b));
+    }
+}
+
+/// `allocateResourcesForTasks` (§6.2.3) for a job's default sub-job.
+fn allocate_resources_for_tasks(
+    ssn: &mut Session,
+    job: JobId,
+    queue: QueueId,
+    tasks: &mut PriorityQueue<TaskId>,
+    nodes: &[NodeId],
+    cache_enabled: bool,
+) -> Option<Statement> {
+    if nodes.is_empty() {
+        return None;
+    }
+    let mut stmt = Statement::new();
+    let mut helper = PredicateHelper::new(cache_enabled);
+    while let Some(task) = tasks.pop(|a, b| ssn.task_order(a, b)) {
+        if !ssn.allocatable(queue, task) {
+            continue;
+        }
+        if ssn.state.task(task).spec.sch_gated {
+            continue;
+        }
+        if ssn.state.job(job).task_has_fit_errors(&ssn.state.tasks, task) {
+            let t = &ssn.state.task(task).spec;
+            let fe = FitErrors::with_message(format!(
+                "Task {} with role spec {} has already predicated failed, skip",
+                t.name, t.role
+            ));
+            ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fe);
+            continue;
+        }
+        if let Err(e) = ssn.pre_predicate(task) {
+            let mut fe = FitErrors::default();
+            for &n in nodes {
+                fe.set_node_error(ssn.state.node(n).name(), FitError::error(e.clone(), "prePredicate"));
+            }
+            ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fe);
+            if ssn.state.job(job).need_continue_allocating(&ssn.state.tasks) {
+                continue;
+            }
+            break;
+        }
+
+        let mut feasible = Vec::new();
+        if let Some(nominated) = ssn.state.task(task).spec.nominated_node_name.clone()
+            && let Some(&nn) = ssn.state.node_by_name.get(&nominated)
+        {
+            let node = ssn.state.node(nn);
+            if ssn
+                .state
+                .task(task)
+                .resreq()
+                .fits_future_idle(&node.idle, &node.releasing, &node.pipelined)
+                .is_ok()
+            {
+                feasible = helper
+                    .predicate_nodes(ssn, task, &[nn], &|s, t, n| allocate_predicate(s, t, n))
+                    .0;
+            }
+        }
+        if feasible.is_empty() {
+            let (found, fit_errors) = helper.predicate_nodes(ssn, task, nodes, &|s, t, n| allocate_predicate(s, t, n));
+            if found.is_empty() {
+                ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fit_errors);
+                if ssn.state.job(job).need_continue_allocating(&ssn.state.tasks) {
+                    continue;
+                }
+                break;
+            }
+            feasible = found;
+        }
+
+        let Some(best) = choose_node(ssn, task, &feasible) else { continue };
+        place(ssn, &mut stmt, task, best);
+        if ssn.job_ready(job) {
+            break;
+        }
+    }
+    if ssn.job_ready(job) || ssn.job_pipelined(job) {
+        return Some(stmt);
+    }
+    ssn.discard(stmt);
+    None
+}
+
+/// `allocateResourcesForTask` (§6.2.4): allocate onto idle resources, else pipeline onto
+/// resources being released.
+fn place(ssn: &mut Session, stmt: &mut Statement, task: TaskId, node: NodeId) {
+    let n = ssn.state.node(node);
+    let req = ssn.state.task(task).resreq();
+    let result = if req.less_equal(&n.idle, DimensionDefault::Zero) {
+        ssn.allocate(stmt, task, node)
+    } else if req.fits_future_idle(&n.idle, &n.releasing, &n.pipelined).is_ok() {
+        ssn.pipeline(stmt, task, node, false)
+    } else {
+        Ok(())
+    };
+    if let Err(e) = result {
+        tracing::warn!(error = %e, task = ssn.state.task(task).key(), "placement failed");
+    }
+}

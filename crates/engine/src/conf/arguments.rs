@@ -1,0 +1,610 @@
+//! Typed plugin and action arguments (spec `framework.md` §1.5, `plugins-core.md` §0.3).
+//!
+//! Volcano decodes every `arguments:` block with a YAML 1.1 decoder into a map of dynamically typed
+//! values and offers accessors that overwrite a destination only when the key is present *and* has
+//! the expected type. [`Arguments`] keeps the same dynamic typing in [`ArgValue`]; the accessors
+//! return `Ok(true)` when they set the destination, `Ok(false)` when the key is missing and an
+//! [`ArgError`] (destination unchanged) when the value has the wrong type. Volcano logs a warning in
+//! that last case and keeps the default; here the caller decides how to report it.
+//!
+//! Scalar typing follows the YAML 1.1 rules of Volcano's decoder as far as our YAML 1.2 parser
+//! allows:
+//!
+//! * integers become [`ArgValue::Int`], or [`ArgValue::Uint`] above `i64::MAX`;
+//! * floats become [`ArgValue::Float`];
+//! * `true`/`false` and the YAML 1.1 words `y/n/yes/no/on/off` (lower, Capitalised or UPPER case)
+//!   become [`ArgValue::Bool`]. Our parser cannot tell a quoted `"yes"` from a plain `yes`, so a
+//!   quoted YAML 1.1 word is a boolean too (in Volcano it would stay a string). A quoted `"true"`
+//!   stays a string, as in Volcano;
+//! * YAML 1.1-only number spellings (`012` as octal, `1_000`, `1:30`) stay strings;
+//! * `~`, `null` and empty values become [`ArgValue::Null`];
+//! * lists become [`ArgValue::List`], nested mappings [`ArgValue::Map`] with their keys typed the
+//!   same way (insertion order kept);
+//! * top-level argument keys are always strings: a non-string scalar key is taken as its text,
+//!   as Volcano's decoder does for `map[string]interface{}`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde_yaml::Value;
+
+use super::ConfError;
+use super::parse::{describe, scalar_text, yaml11_extra_bool};
+
+/// The arguments of one plugin option or one action configuration, keyed by argument name.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Arguments(BTreeMap<String, ArgValue>);
+
+/// One dynamically typed argument value (see the module documentation for the typing rules).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// An integer above `i64::MAX`; Volcano's integer and float accessors reject it.
+    Uint(u64),
+    Float(f64),
+    Str(String),
+    List(Vec<ArgValue>),
+    /// A nested mapping, in document order.
+    Map(Vec<(ArgValue, ArgValue)>),
+}
+
+/// A present argument whose value could not be converted to the requested type.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("argument {key}: {message}")]
+pub struct ArgError {
+    pub key: String,
+    pub message: String,
+}
+
+impl ArgError {
+    fn wrong_type(key: &str, expected: &str, found: &ArgValue) -> Self {
+        ArgError {
+            key: key.to_owned(),
+            message: format!("expected {expected}, found {}", found.describe()),
+        }
+    }
+}
+
+impl Arguments {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds arguments from literal pairs; a later duplicate key replaces an earlier one.
+    pub fn from_pairs(pairs: &[(&str, ArgValue)]) -> Self {
+        pairs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), value.clone()))
+            .collect()
+    }
+
+    /// Sets `key`, returning the previous value.
+    pub fn insert(&mut self, key: impl Into<String>, value: ArgValue) -> Option<ArgValue> {
+        self.0.insert(key.into(), value)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&ArgValue> {
+        self.0.get(key)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.0.contains_key(key)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Iterates in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &ArgValue)> {
+        self.0.iter()
+    }
+
+    /// Volcano's `GetInt`: only an integer is accepted (a float such as `1.0` or a string `"5"` is
+    /// rejected, and so is an integer above `i64::MAX`).
+    pub fn get_int(&self, key: &str, dst: &mut i64) -> Result<bool, ArgError> {
+        let Some(value) = self.get(key) else {
+            return Ok(false);
+        };
+        match value {
+            ArgValue::Int(i) => {
+                *dst = *i;
+                Ok(true)
+            }
+            other => Err(ArgError::wrong_type(key, "an integer", other)),
+        }
+    }
+
+    /// Volcano's `GetFloat64`: a float, or an integer converted to a float.
+    pub fn get_float(&self, key: &str, dst: &mut f64) -> Result<bool, ArgError> {
+        let Some(value) = self.get(key) else {
+            return Ok(false);
+        };
+        match value {
+            ArgValue::Float(f) => {
+                *dst = *f;
+                Ok(true)
+            }
+            // Precision loss above 2^53 is what Go's float64(int) does as well.
+            ArgValue::Int(i) => {
+                *dst = *i as f64;
+                Ok(true)
+            }
+            other => Err(ArgError::wrong_type(key, "a number", other)),
+        }
+    }
+
+    /// Volcano's `GetBool`: a boolean, or a string accepted by Go's `strconv.ParseBool`
+    /// (`1 t T TRUE true True 0 f F FALSE false False`).
+    pub fn get_bool(&self, key: &str, dst: &mut bool) -> Result<bool, ArgError> {
+        let Some(value) = self.get(key) else {
+            return Ok(false);
+        };
+        let parsed = match value {
+            ArgValue::Bool(b) => Some(*b),
+            ArgValue::Str(s) => go_parse_bool(s),
+            _ => None,
+        };
+        match parsed {
+            Some(b) => {
+                *dst = b;
+                Ok(true)
+            }
+            None => Err(ArgError::wrong_type(key, "a boolean", value)),
+        }
+    }
+
+    /// Volcano's `GetString`: only a string is accepted.
+    pub fn get_string(&self, key: &str, dst: &mut String) -> Result<bool, ArgError> {
+        let Some(value) = self.get(key) else {
+            return Ok(false);
+        };
+        match value {
+            ArgValue::Str(s) => {
+                dst.clone_from(s);
+                Ok(true)
+            }
+            other => Err(ArgError::wrong_type(key, "a string", other)),
+        }
+    }
+
+    /// Counterpart of Volcano's generic `Get[T]` for structured arguments: decodes the value of
+    /// `key` into `T` with serde. `Ok(None)` when the key is missing.
+    ///
+    /// Volcano exits the process when this decoding fails; callers that need compatibility should
+    /// treat the error as fatal. Decoding follows serde's rules (integers are accepted for float
+    /// fields, field names are case-sensitive), which are close to but not identical with
+    /// `mapstructure`'s.
+    pub fn decode<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ArgError> {
+        let Some(value) = self.get(key) else {
+            return Ok(None);
+        };
+        serde_yaml::from_value(value.to_yaml())
+            .map(Some)
+            .map_err(|e| ArgError {
+                key: key.to_owned(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Reads an `arguments:` mapping; `path` names it in errors. `null` is an empty map.
+    pub(crate) fn from_yaml(value: &Value, path: &str) -> Result<Self, ConfError> {
+        let mapping = match value {
+            Value::Null => return Ok(Self::default()),
+            Value::Mapping(m) => m,
+            Value::Tagged(t) => return Self::from_yaml(&t.value, path),
+            other => {
+                return Err(ConfError::new(
+                    path,
+                    format!(
+                        "expected a mapping of argument names to values, found {}",
+                        describe(other)
+                    ),
+                ));
+            }
+        };
+        let mut args = Self::default();
+        for (key, value) in mapping {
+            let Some(key) = scalar_text(key) else {
+                return Err(ConfError::new(
+                    path,
+                    format!("argument names must be scalars, found {}", describe(key)),
+                ));
+            };
+            args.0.insert(key, ArgValue::from_yaml(value));
+        }
+        Ok(args)
+    }
+
+    /// The YAML mapping that [`Arguments::from_yaml`] reads back into `self`.
+    pub(crate) fn to_yaml(&self) -> Value {
+        Value::Mapping(
+            self.0
+                .iter()
+                .map(|(k, v)| (Value::String(k.clone()), v.to_yaml()))
+                .collect(),
+        )
+    }
+}
+
+impl FromIterator<(String, ArgValue)> for Arguments {
+    fn from_iter<I: IntoIterator<Item = (String, ArgValue)>>(iter: I) -> Self {
+        Arguments(iter.into_iter().collect())
+    }
+}
+
+impl<'a> IntoIterator for &'a Arguments {
+    type Item = (&'a String, &'a ArgValue);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, ArgValue>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl ArgValue {
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            ArgValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            ArgValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// A float, or an integer converted to a float (the `GetFloat64` rule).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            ArgValue::Float(f) => Some(*f),
+            ArgValue::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            ArgValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_list(&self) -> Option<&[ArgValue]> {
+        match self {
+            ArgValue::List(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[(ArgValue, ArgValue)]> {
+        match self {
+            ArgValue::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// Looks up a string key in a nested mapping (first match).
+    pub fn get(&self, key: &str) -> Option<&ArgValue> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    /// Short human description used in error messages, e.g. `"abc"`, `1.5`, `a list`.
+    pub fn describe(&self) -> String {
+        match self {
+            ArgValue::List(_) => "a list".to_owned(),
+            ArgValue::Map(_) => "a mapping".to_owned(),
+            ArgValue::Str(s) => format!("{s:?}"),
+            scalar => scalar.to_string(),
+        }
+    }
+
+    pub(crate) fn from_yaml(value: &Value) -> Self {
+        match value {
+            Value::Null => ArgValue::Null,
+            Value::Bool(b) => ArgValue::Bool(*b),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    ArgValue::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    ArgValue::Uint(u)
+                } else {
+                    // serde_yaml numbers are always one of i64, u64 or f64.
+                    ArgValue::Float(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            Value::String(s) => match yaml11_extra_bool(s) {
+                Some(b) => ArgValue::Bool(b),
+                None => ArgValue::Str(s.clone()),
+            },
+            Value::Sequence(items) => ArgValue::List(items.iter().map(Self::from_yaml).collect()),
+            Value::Mapping(m) => ArgValue::Map(
+                m.iter()
+                    .map(|(k, v)| (Self::from_yaml(k), Self::from_yaml(v)))
+                    .collect(),
+            ),
+            // Application tags carry no meaning for Volcano's decoder either.
+            Value::Tagged(t) => Self::from_yaml(&t.value),
+        }
+    }
+
+    pub(crate) fn to_yaml(&self) -> Value {
+        match self {
+            ArgValue::Null => Value::Null,
+            ArgValue::Bool(b) => Value::Bool(*b),
+            ArgValue::Int(i) => Value::Number((*i).into()),
+            ArgValue::Uint(u) => Value::Number((*u).into()),
+            ArgValue::Float(f) => Value::Number((*f).into()),
+            ArgValue::Str(s) => Value::String(s.clone()),
+            ArgValue::List(items) => Value::Sequence(items.iter().map(Self::to_yaml).collect()),
+            ArgValue::Map(entries) => Value::Mapping(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.to_yaml(), v.to_yaml()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl fmt::Display for ArgValue {
+    /// Renders the value as compact YAML-like text (flow style for collections).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgValue::Null => f.write_str("null"),
+            ArgValue::Bool(b) => write!(f, "{b}"),
+            ArgValue::Int(i) => write!(f, "{i}"),
+            ArgValue::Uint(u) => write!(f, "{u}"),
+            ArgValue::Float(x) => write!(f, "{x:?}"),
+            ArgValue::Str(s) => f.write_str(s),
+            ArgValue::List(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+            ArgValue::Map(entries) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}: {v}")?;
+                }
+                f.write_str("}")
+            }
+        }
+    }
+}
+
+impl From<bool> for ArgValue {
+    fn from(b: bool) -> Self {
+        ArgValue::Bool(b)
+    }
+}
+
+impl From<i64> for ArgValue {
+    fn from(i: i64) -> Self {
+        ArgValue::Int(i)
+    }
+}
+
+impl From<f64> for ArgValue {
+    fn from(f: f64) -> Self {
+        ArgValue::Float(f)
+    }
+}
+
+impl From<&str> for ArgValue {
+    fn from(s: &str) -> Self {
+        ArgValue::Str(s.to_owned())
+    }
+}
+
+impl From<String> for ArgValue {
+    fn from(s: String) -> Self {
+        ArgValue::Str(s)
+    }
+}
+
+/// Go's `strconv.ParseBool`.
+fn go_parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args_from(yaml: &str) -> Arguments {
+        let value: Value = serde_yaml::from_str(yaml).expect("test YAML is valid");
+        Arguments::from_yaml(&value, "arguments").expect("test arguments are valid")
+    }
+
+    #[test]
+    fn scalar_typing_follows_yaml_1_1() {
+        let args = args_from(
+            "i: 10\nneg: -3\nhex: 0x1F\nbig: 18446744073709551615\nf: 0.5\ne: 1e3\n\
+             t: true\ny: yes\nOff: Off\nq: \"true\"\ns: text\nn: ~\nempty:\noct: 012\n\
+             list: [1, a]\nmap: {nvidia.com/gpu: {weight: 5}}\n7: seven\n",
+        );
+        assert_eq!(args.get("i"), Some(&ArgValue::Int(10)));
+        assert_eq!(args.get("neg"), Some(&ArgValue::Int(-3)));
+        assert_eq!(args.get("hex"), Some(&ArgValue::Int(31)));
+        assert_eq!(args.get("big"), Some(&ArgValue::Uint(u64::MAX)));
+        assert_eq!(args.get("f"), Some(&ArgValue::Float(0.5)));
+        assert_eq!(args.get("e"), Some(&ArgValue::Float(1000.0)));
+        assert_eq!(args.get("t"), Some(&ArgValue::Bool(true)));
+        assert_eq!(args.get("y"), Some(&ArgValue::Bool(true)));
+        // The key is a string at the top level even though `Off` is a YAML 1.1 boolean word.
+        assert_eq!(args.get("Off"), Some(&ArgValue::Bool(false)));
+        assert_eq!(args.get("q"), Some(&ArgValue::Str("true".into())));
+        assert_eq!(args.get("s"), Some(&ArgValue::Str("text".into())));
+        assert_eq!(args.get("n"), Some(&ArgValue::Null));
+        assert_eq!(args.get("empty"), Some(&ArgValue::Null));
+        assert_eq!(args.get("oct"), Some(&ArgValue::Str("012".into())));
+        assert_eq!(
+            args.get("list"),
+            Some(&ArgValue::List(vec![ArgValue::Int(1), "a".into()]))
+        );
+        assert_eq!(args.get("7"), Some(&ArgValue::Str("seven".into())));
+        let weight = args
+            .get("map")
+            .and_then(|m| m.get("nvidia.com/gpu"))
+            .and_then(|g| g.get("weight"));
+        assert_eq!(weight, Some(&ArgValue::Int(5)));
+    }
+
+    #[test]
+    fn get_int_accepts_only_integers() {
+        let args = args_from("a: 5\nb: 1.0\nc: \"5\"\nd: true\nbig: 18446744073709551615\n");
+        let mut dst = 42;
+        assert_eq!(args.get_int("a", &mut dst), Ok(true));
+        assert_eq!(dst, 5);
+        for key in ["b", "c", "d", "big"] {
+            let mut dst = 42;
+            let err = args.get_int(key, &mut dst).expect_err(key);
+            assert_eq!(err.key, key);
+            assert_eq!(dst, 42, "destination must keep its default for {key}");
+        }
+        assert_eq!(
+            args.get_int("b", &mut dst).map_err(|e| e.to_string()),
+            Err("argument b: expected an integer, found 1.0".to_owned())
+        );
+        let mut dst = 42;
+        assert_eq!(args.get_int("missing", &mut dst), Ok(false));
+        assert_eq!(dst, 42);
+    }
+
+    #[test]
+    fn get_float_accepts_floats_and_integers() {
+        let args = args_from("f: 1.5\ni: 3\ns: \"1.5\"\nbig: 18446744073709551615\n");
+        let mut dst = 0.0;
+        assert_eq!(args.get_float("f", &mut dst), Ok(true));
+        assert_eq!(dst, 1.5);
+        assert_eq!(args.get_float("i", &mut dst), Ok(true));
+        assert_eq!(dst, 3.0);
+        assert!(args.get_float("s", &mut dst).is_err());
+        assert!(args.get_float("big", &mut dst).is_err());
+        assert_eq!(dst, 3.0);
+        assert_eq!(args.get_float("missing", &mut dst), Ok(false));
+    }
+
+    #[test]
+    fn get_bool_accepts_booleans_and_go_parse_bool_strings() {
+        let args = args_from(
+            "b: false\nword: on\ns1: \"1\"\nsT: \"T\"\nsFalse: \"False\"\nbad: \"maybe\"\nint: 1\n",
+        );
+        let mut dst = true;
+        assert_eq!(args.get_bool("b", &mut dst), Ok(true));
+        assert!(!dst);
+        assert_eq!(args.get_bool("word", &mut dst), Ok(true));
+        assert!(dst);
+        assert_eq!(args.get_bool("sFalse", &mut dst), Ok(true));
+        assert!(!dst);
+        assert_eq!(args.get_bool("s1", &mut dst), Ok(true));
+        assert!(dst);
+        assert_eq!(args.get_bool("sT", &mut dst), Ok(true));
+        assert!(dst);
+        assert!(args.get_bool("bad", &mut dst).is_err());
+        assert!(args.get_bool("int", &mut dst).is_err());
+        assert!(dst);
+        assert_eq!(args.get_bool("missing", &mut dst), Ok(false));
+    }
+
+    #[test]
+    fn get_string_accepts_only_strings() {
+        let args = args_from("s: hello\nn: 5\n");
+        let mut dst = String::from("default");
+        assert_eq!(args.get_string("n", &mut dst).map_err(|e| e.message), {
+            Err("expected a string, found 5".to_owned())
+        });
+        assert_eq!(dst, "default");
+        assert_eq!(args.get_string("s", &mut dst), Ok(true));
+        assert_eq!(dst, "hello");
+        assert_eq!(args.get_string("missing", &mut dst), Ok(false));
+    }
+
+    #[test]
+    fn decode_reads_structured_arguments_and_reports_failures() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Weighted {
+            #[serde(rename = "type")]
+            kind: String,
+            weight: f64,
+        }
+        let args = args_from("res: {type: MostAllocated, weight: 5}\nbad: {type: 1}\n");
+        assert_eq!(
+            args.decode::<Weighted>("res"),
+            Ok(Some(Weighted {
+                kind: "MostAllocated".into(),
+                weight: 5.0
+            }))
+        );
+        assert_eq!(args.decode::<Weighted>("missing"), Ok(None));
+        let err = args.decode::<Weighted>("bad").expect_err("wrong shape");
+        assert_eq!(err.key, "bad");
+    }
+
+    #[test]
+    fn non_mapping_arguments_and_complex_keys_are_errors() {
+        let list: Value = serde_yaml::from_str("[a, b]").expect("valid");
+        let err = Arguments::from_yaml(&list, "tiers[0].plugins[0].arguments").expect_err("list");
+        assert_eq!(err.path, "tiers[0].plugins[0].arguments");
+        assert!(err.message.contains("found a list"), "{}", err.message);
+
+        let complex: Value = serde_yaml::from_str("? [a]\n: 1\n").expect("valid");
+        assert!(Arguments::from_yaml(&complex, "arguments").is_err());
+        assert_eq!(
+            Arguments::from_yaml(&Value::Null, "arguments"),
+            Ok(Arguments::new())
+        );
+    }
+
+    #[test]
+    fn yaml_conversion_round_trips() {
+        let args =
+            args_from("a: 1\nb: [x, 2.5, ~]\nc: {k: {d: true}, 3: v}\nbig: 18446744073709551615\n");
+        let back = Arguments::from_yaml(&args.to_yaml(), "arguments").expect("round trip");
+        assert_eq!(back, args);
+    }
+
+    #[test]
+    fn from_pairs_and_display() {
+        let args = Arguments::from_pairs(&[
+            ("a", ArgValue::Int(1)),
+            ("b", ArgValue::List(vec![true.into(), "x".into()])),
+        ]);
+        assert_eq!(args.len(), 2);
+        assert!(!args.is_empty());
+        let keys: Vec<&String> = args.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(
+            args.get("b").map(ToString::to_string),
+            Some("[true, x]".into())
+        );
+        assert_eq!(ArgValue::Float(1.0).describe(), "1.0");
+        assert_eq!(ArgValue::Str("x".into()).describe(), "\"x\"");
+    }
+}

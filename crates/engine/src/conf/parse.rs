@@ -1,0 +1,537 @@
+//! Reading a configuration document (spec `framework.md` §1.2–§1.7 and the defaulting of §1.4).
+//!
+//! The text is parsed into a generic YAML tree and walked by hand, so that every error can name
+//! its field path, unknown keys can be reported as warnings, and enable flags can accept the
+//! YAML 1.1 boolean words that Volcano's decoder accepts but a YAML 1.2 parser reads as strings.
+
+use std::collections::BTreeMap;
+
+use serde_yaml::{Mapping, Value};
+
+use super::{
+    ActionConfiguration, Arguments, ConfError, Gate, KnownNames, Parsed, PluginOption,
+    SchedulerConf, Tier,
+};
+
+const TOP_LEVEL_KEYS: [&str; 4] = ["actions", "tiers", "configurations", "metrics"];
+const TIER_KEYS: [&str; 1] = ["plugins"];
+const CONFIGURATION_KEYS: [&str; 2] = ["name", "arguments"];
+const HIERARCHY_KEY: &str = "enableHierarchy";
+const ACTIONS_EXAMPLE: &str = "\"enqueue, allocate, backfill\"";
+
+/// Parses, defaults and validates a configuration document.
+///
+/// Known action and plugin names come from the caller, which owns the registries. On success
+/// the returned warnings list unknown keys and other suspicious but accepted content.
+pub fn parse(text: &str, known: &KnownNames<'_>) -> Result<Parsed, ConfError> {
+    let mut doc: Value =
+        serde_yaml::from_str(text).map_err(|e| ConfError::new("", format!("invalid YAML: {e}")))?;
+    // Volcano's decoder honours `<<` merge keys; serde_yaml only resolves them on request.
+    doc.apply_merge()
+        .map_err(|e| ConfError::new("", format!("invalid YAML merge key: {e}")))?;
+    let mut parser = Parser {
+        known,
+        warnings: Vec::new(),
+    };
+    let conf = parser.document(&doc)?;
+    Ok(Parsed {
+        conf,
+        warnings: parser.warnings,
+    })
+}
+
+struct Parser<'k> {
+    known: &'k KnownNames<'k>,
+    warnings: Vec<String>,
+}
+
+impl Parser<'_> {
+    fn document(&mut self, doc: &Value) -> Result<SchedulerConf, ConfError> {
+        let empty = Mapping::new();
+        let root = match untag(doc) {
+            // An empty file: reported below as missing actions, as in Volcano.
+            Value::Null => &empty,
+            Value::Mapping(m) => m,
+            other => {
+                return Err(ConfError::new(
+                    "",
+                    format!(
+                        "expected a mapping with \"actions\" and \"tiers\" at the top level, \
+                         found {}",
+                        describe(other)
+                    ),
+                ));
+            }
+        };
+
+        let mut actions = None;
+        let mut conf = SchedulerConf {
+            actions: Vec::new(),
+            tiers: Vec::new(),
+            configurations: Vec::new(),
+            metrics: BTreeMap::new(),
+        };
+        for (key, value) in root {
+            match key.as_str() {
+                Some("actions") => actions = Some(self.actions(value)?),
+                Some("tiers") => conf.tiers = self.tiers(value)?,
+                Some("configurations") => conf.configurations = self.configurations(value)?,
+                Some("metrics") => conf.metrics = metrics(value)?,
+                _ => self.unknown_key("", key, TOP_LEVEL_KEYS),
+            }
+        }
+        conf.actions = actions.ok_or_else(|| {
+            ConfError::new(
+                "actions",
+                format!("missing; name the actions to run, e.g. {ACTIONS_EXAMPLE}"),
+            )
+        })?;
+        if conf.tiers.is_empty() {
+            self.warnings
+                .push("tiers: no tiers configured, so no plugin will run".to_owned());
+        }
+        Ok(conf)
+    }
+
+    /// §1.3: split on commas without dropping empty elements, trim, look every name up.
+    fn actions(&self, value: &Value) -> Result<Vec<String>, ConfError> {
+        let text = match untag(value) {
+            Value::Sequence(_) | Value::Mapping(_) => {
+                return Err(ConfError::new(
+                    "actions",
+                    format!(
+                        "expected a comma-separated string such as {ACTIONS_EXAMPLE}, found {}",
+                        describe(value)
+                    ),
+                ));
+            }
+            // Volcano's decoder reads any scalar into the string field as its literal text.
+            scalar => scalar_text(scalar).unwrap_or_default(),
+        };
+        if text.trim().is_empty() {
+            return Err(ConfError::new(
+                "actions",
+                format!("empty; name the actions to run, e.g. {ACTIONS_EXAMPLE}"),
+            ));
+        }
+        text.split(',')
+            .enumerate()
+            .map(|(i, raw)| {
+                let name = raw.trim();
+                if name.is_empty() {
+                    Err(ConfError::new(
+                        "actions",
+                        format!(
+                            "empty action name at position {} in {text:?} (stray comma?)",
+                            i + 1
+                        ),
+                    ))
+                } else if self.known.actions.contains(&name) {
+                    Ok(name.to_owned())
+                } else {
+                    Err(ConfError::new(
+                        "actions",
+                        unknown_name("action", name, self.known.actions),
+                    ))
+                }
+            })
+            .collect()
+    }
+
+    fn tiers(&mut self, value: &Value) -> Result<Vec<Tier>, ConfError> {
+        let items = sequence(value, "tiers", "a list of tiers")?;
+        let mut tiers = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("tiers[{i}]");
+            tiers.push(self.tier(item, &path)?);
+        }
+        Ok(tiers)
+    }
+
+    fn tier(&mut self, value: &Value, path: &str) -> Result<Tier, ConfError> {
+        let Some(map) = mapping(value, path, "a mapping with \"plugins\"")? else {
+            return Ok(Tier::default());
+        };
+        let mut tier = Tier::default();
+        for (key, value) in map {
+            if key.as_str() == Some("plugins") {
+                let plugins_path = format!("{path}.plugins");
+                let items = sequence(value, &plugins_path, "a list of plugin options")?;
+                for (j, item) in items.iter().enumerate() {
+                    let option_path = format!("{plugins_path}[{j}]");
+                    tier.plugins.push(self.plugin_option(item, &option_path)?);
+                }
+            } else {
+                self.unknown_key(path, key, TIER_KEYS);
+            }
+        }
+        // §1.4: hierarchical drf and proportion both manage queue shares; Volcano refuses them together
+        // in one tier (and only in one tier).
+        let hierarchical_drf = tier
+            .plugins
+            .iter()
+            .any(|p| p.name == "drf" && p.enable_hierarchy);
+        if hierarchical_drf && tier.plugins.iter().any(|p| p.name == "proportion") {
+            return Err(ConfError::new(
+                path,
+                "proportion and drf with hierarchy enabled conflict (both are in this tier)",
+            ));
+        }
+        Ok(tier)
+    }
+
+    fn plugin_option(&mut self, value: &Value, path: &str) -> Result<PluginOption, ConfError> {
+        let map = match untag(value) {
+            Value::String(s) => {
+                return Err(ConfError::new(
+                    path,
+                    format!("expected a mapping such as \"name: {s}\", found {s:?}"),
+                ));
+            }
+            _ => mapping(value, path, "a mapping with \"name\"")?,
+        };
+        let mut option = PluginOption::new("");
+        let mut name = None;
+        for (key, value) in map.into_iter().flatten() {
+            let Some(key_str) = key.as_str() else {
+                self.unknown_key(path, key, option_keys());
+                continue;
+            };
+            let field = format!("{path}.{key_str}");
+            match key_str {
+                "name" => name = Some(name_text(value, &field, "a plugin name")?),
+                "arguments" => option.arguments = Arguments::from_yaml(value, &field)?,
+                HIERARCHY_KEY => {
+                    option.enable_hierarchy = flag(value, &field)?.unwrap_or(false);
+                }
+                other => match Gate::from_yaml_key(other) {
+                    Some(gate) => {
+                        let on = flag(value, &field)?.unwrap_or(gate.default_enabled());
+                        option.set_enabled(gate, on);
+                    }
+                    None => self.unknown_key(path, key, option_keys()),
+                },
+            }
+        }
+        let name_path = format!("{path}.name");
+        let name = name
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ConfError::new(&name_path, "missing plugin name"))?;
+        if !self.known.plugins.contains(&name.as_str()) {
+            return Err(ConfError::new(
+                name_path,
+                unknown_name("plugin", &name, self.known.plugins),
+            ));
+        }
+        option.name = name;
+        Ok(option)
+    }
+
+    fn configurations(&mut self, value: &Value) -> Result<Vec<ActionConfiguration>, ConfError> {
+        let items = sequence(value, "configurations", "a list of action configurations")?;
+        let mut configurations: Vec<ActionConfiguration> = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("configurations[{i}]");
+            let map = mapping(item, &path, "a mapping with \"name\" and \"arguments\"")?;
+            let mut name = None;
+            let mut arguments = Arguments::default();
+            for (key, value) in map.into_iter().flatten() {
+                match key.as_str() {
+                    Some("name") => {
+                        let field = format!("{path}.name");
+                        name = Some(name_text(value, &field, "an action name")?);
+                    }
+                    Some("arguments") => {
+                        arguments = Arguments::from_yaml(value, &format!("{path}.arguments"))?;
+                    }
+                    _ => self.unknown_key(&path, key, CONFIGURATION_KEYS),
+                }
+            }
+            let name_path = format!("{path}.name");
+            let name = name
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| ConfError::new(&name_path, "missing action name"))?;
+            // Volcano does not check these names, so a typo silently dropped the arguments.
+            if !self.known.actions.contains(&name.as_str()) {
+                return Err(ConfError::new(
+                    name_path,
+                    unknown_name("action", &name, self.known.actions),
+                ));
+            }
+            if let Some(first) = configurations.iter().position(|c| c.name == name) {
+                self.warnings.push(format!(
+                    "{path}: action {name:?} is already configured by configurations[{first}], \
+                     which takes precedence; this entry is ignored"
+                ));
+            }
+            configurations.push(ActionConfiguration { name, arguments });
+        }
+        Ok(configurations)
+    }
+
+    fn unknown_key<'c>(
+        &mut self,
+        path: &str,
+        key: &Value,
+        candidates: impl IntoIterator<Item = &'c str>,
+    ) {
+        let text = scalar_text(key).unwrap_or_else(|| describe(key));
+        let hint = did_you_mean(&text, candidates);
+        self.warnings.push(if path.is_empty() {
+            format!("unknown top-level key {text:?}{hint}")
+        } else {
+            format!("{path}: unknown key {text:?}{hint}")
+        });
+    }
+}
+
+/// §1.7: a flat map; scalar values are taken as their text.
+fn metrics(value: &Value) -> Result<BTreeMap<String, String>, ConfError> {
+    let Some(map) = mapping(value, "metrics", "a mapping of setting names to values")? else {
+        return Ok(BTreeMap::new());
+    };
+    let mut metrics = BTreeMap::new();
+    for (key, value) in map {
+        let Some(key) = scalar_text(key) else {
+            return Err(ConfError::new(
+                "metrics",
+                format!("setting names must be scalars, found {}", describe(key)),
+            ));
+        };
+        let Some(text) = scalar_text(value) else {
+            return Err(ConfError::new(
+                format!("metrics.{key}"),
+                format!("expected a scalar value, found {}", describe(value)),
+            ));
+        };
+        metrics.insert(key, text);
+    }
+    Ok(metrics)
+}
+
+/// Every key a plugin option understands, for "did you mean" suggestions.
+fn option_keys() -> impl Iterator<Item = &'static str> {
+    ["name", "arguments", HIERARCHY_KEY]
+        .into_iter()
+        .chain(Gate::ALL.into_iter().map(Gate::yaml_key))
+}
+
+/// An enable flag: `None` when null (left to defaulting, as Volcano's nil pointer is).
+fn flag(value: &Value, path: &str) -> Result<Option<bool>, ConfError> {
+    match untag(value) {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(*b)),
+        Value::String(s) if yaml11_bool(s).is_some() => Ok(yaml11_bool(s)),
+        other => Err(ConfError::new(
+            path,
+            format!("expected a boolean, found {}", describe(other)),
+        )),
+    }
+}
+
+/// A name field: any scalar, as its text (null gives the empty string).
+fn name_text(value: &Value, path: &str, what: &str) -> Result<String, ConfError> {
+    scalar_text(value)
+        .ok_or_else(|| ConfError::new(path, format!("expected {what}, found {}", describe(value))))
+}
+
+/// A list field; null is an empty list.
+fn sequence<'v>(value: &'v Value, path: &str, what: &str) -> Result<&'v [Value], ConfError> {
+    match untag(value) {
+        Value::Null => Ok(&[]),
+        Value::Sequence(items) => Ok(items),
+        other => Err(ConfError::new(
+            path,
+            format!("expected {what}, found {}", describe(other)),
+        )),
+    }
+}
+
+/// A mapping field; `None` for null, which every caller treats as an empty mapping.
+fn mapping<'v>(value: &'v Value, path: &str, what: &str) -> Result<Option<&'v Mapping>, ConfError> {
+    match untag(value) {
+        Value::Null => Ok(None),
+        Value::Mapping(m) => Ok(Some(m)),
+        other => Err(ConfError::new(
+            path,
+            format!("expected {what}, found {}", describe(other)),
+        )),
+    }
+}
+
+/// Application tags (`!foo`) mean nothing to Volcano's decoder either.
+fn untag(mut value: &Value) -> &Value {
+    while let Value::Tagged(tagged) = value {
+        value = &tagged.value;
+    }
+    value
+}
+
+/// The literal text of a scalar (null is the empty string); `None` for lists and mappings.
+pub(super) fn scalar_text(value: &Value) -> Option<String> {
+    match untag(value) {
+        Value::Null => Some(String::new()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(s.clone()),
+        Value::Sequence(_) | Value::Mapping(_) | Value::Tagged(_) => None,
+    }
+}
+
+/// A short description of a value for error messages: `"maybe"`, `5`, `a list`.
+pub(super) fn describe(value: &Value) -> String {
+    match untag(value) {
+        Value::Sequence(_) => "a list".to_owned(),
+        Value::Mapping(_) => "a mapping".to_owned(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Null => "null".to_owned(),
+        other => scalar_text(other).unwrap_or_default(),
+    }
+}
+
+/// The YAML 1.1 boolean words that a YAML 1.2 parser leaves as strings.
+pub(super) fn yaml11_extra_bool(s: &str) -> Option<bool> {
+    match s {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
+/// Every YAML 1.1 boolean word. A quoted `"true"` reaches us as a string too and is accepted.
+fn yaml11_bool(s: &str) -> Option<bool> {
+    match s {
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
+        _ => yaml11_extra_bool(s),
+    }
+}
+
+/// `unknown plugin "gnag" (did you mean "gang"?); known plugins: gang, priority, …`
+fn unknown_name(kind: &str, name: &str, known: &[&str]) -> String {
+    let hint = did_you_mean(name, known.iter().copied());
+    if known.is_empty() {
+        format!("unknown {kind} {name:?}{hint}; no {kind}s are available")
+    } else {
+        format!(
+            "unknown {kind} {name:?}{hint}; known {kind}s: {}",
+            known.join(", ")
+        )
+    }
+}
+
+/// ` (did you mean "x"?)` when a candidate is close to `word`, else nothing.
+fn did_you_mean<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> String {
+    suggest(word, candidates)
+        .map(|close| format!(" (did you mean {close:?}?)"))
+        .unwrap_or_default()
+}
+
+/// The candidate closest to `word` within edit distance 2, if any; the first one wins a tie.
+/// The distance must also be smaller than the word's length, so that a one- or two-letter
+/// word is not "corrected" into an unrelated name.
+pub(super) fn suggest<'c>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> Option<&'c str> {
+    let word_len = word.chars().count();
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|&(d, _)| d <= 2 && d < word_len)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+/// Optimal-string-alignment distance: insertions, deletions, substitutions and transpositions
+/// of adjacent characters each cost 1 (so `gnag` is one edit away from `gang`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Three rolling rows: two back (for transpositions), previous and current.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            cur[j] = d;
+        }
+        std::mem::swap(&mut before, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_typos() {
+        assert_eq!(edit_distance("gang", "gang"), 0);
+        assert_eq!(edit_distance("gnag", "gang"), 1);
+        assert_eq!(edit_distance("enablePreemtable", "enablePreemptable"), 1);
+        assert_eq!(edit_distance("alocate", "allocate"), 1);
+        assert_eq!(edit_distance("", "drf"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("ca", "abc"), 3);
+    }
+
+    #[test]
+    fn suggestions_need_a_close_and_meaningful_match() {
+        let names = ["gang", "drf", "proportion", "pdb", "cdp"];
+        assert_eq!(suggest("gnag", names), Some("gang"));
+        assert_eq!(suggest("proprtion", names), Some("proportion"));
+        assert_eq!(suggest("pbd", names), Some("pdb"));
+        assert_eq!(suggest("fairness", names), None);
+        assert_eq!(suggest("ab", names), None);
+    }
+
+    #[test]
+    fn yaml11_words() {
+        for word in [
+            "y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE",
+        ] {
+            assert_eq!(yaml11_bool(word), Some(true), "{word}");
+        }
+        for word in [
+            "n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE",
+        ] {
+            assert_eq!(yaml11_bool(word), Some(false), "{word}");
+        }
+        for word in ["yES", "1", "t", "maybe", ""] {
+            assert_eq!(yaml11_bool(word), None, "{word}");
+        }
+        assert_eq!(yaml11_extra_bool("true"), None);
+    }
+
+    #[test]
+    fn describe_and_scalar_text() {
+        let v: Value =
+            serde_yaml::from_str("[maybe, 5, 1.5, ~, true, [x], {a: 1}]").expect("valid YAML");
+        let described: Vec<String> = v
+            .as_sequence()
+            .map(|s| s.iter().map(describe).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            described,
+            [
+                "\"maybe\"",
+                "5",
+                "1.5",
+                "null",
+                "true",
+                "a list",
+                "a mapping"
+            ]
+        );
+        assert_eq!(scalar_text(&Value::Null), Some(String::new()));
+        assert_eq!(scalar_text(&Value::Sequence(Vec::new())), None);
+    }
+}

@@ -1,0 +1,231 @@
+//! Closing a session (spec/framework.md §2.7): plugins' close hooks, the PodGroup status of
+//! every job, pod `PodScheduled` conditions and queue `status.allocated` — each emitted only
+//! when it differs from what the cluster already holds.
+
+use std::collections::BTreeMap;
+
+use crate::model::job::{JobStatus, phase};
+use crate::model::resource::{DimensionDefault, Resource};
+use crate::model::{JobId, QueueId, TaskId, TaskStatus};
+
+use super::decisions::{Decisions, EventType, ObjectRef, PodConditionUpdate, PodGroupStatusUpdate, Pipeline, QueueAllocation};
+use super::session::Session;
+
+impl Session {
+    /// Closes the session and returns everything it decided.
+    pub fn close(mut self) -> Decisions {
+        for i in 0..self.instances.len() {
+            self.instances[i].on_session_close(&mut self.state);
+        }
+        let jobs: Vec<JobId> = self.state.job_ids().collect();
+        for job in jobs {
+            self.update_job(job);
+        }
+        self.update_queues();
+
+        let state = &mut self.state;
+        for t in &state.tasks {
+            if t.status == TaskStatus::Pipelined
+                && let Some(n) = t.node
+            {
+                state.decisions.pipelined.push(Pipeline {
+                    pod: t.key().to_string(),
+                    node: state.nodes[n.index()].name().to_string(),
+                });
+            }
+        }
+        let mut decisions = std::mem::take(&mut state.decisions);
+        decisions.events.append(&mut state.events);
+        decisions
+    }
+
+    /// `jobStatus` (§2.7.1).
+    fn compute_job_status(&self, job: JobId) -> JobStatus {
+        let j = self.state.job(job);
+        let uid = &self.state.uid;
+        let unschedulable = j.status.conditions.iter().any(|c| {
+            c.type_ == apis::condition_type::UNSCHEDULABLE
+                && c.status == apis::condition_status::TRUE
+                && c.transition_id == *uid
+        });
+        let running = j.count(TaskStatus::Running) as i32;
+        let releasing_on_node = self
+            .state
+            .job_tasks_in(job, TaskStatus::Releasing)
+            .filter(|t| self.state.task(*t).node.is_some())
+            .count() as i32;
+        let scheduled = j.scheduled_task_num() + releasing_on_node;
+        let completed = (j.count(TaskStatus::Failed) + j.count(TaskStatus::Succeeded)) as i32;
+        let phase = if running > 0 && unschedulable {
+            phase::UNKNOWN
+        } else if scheduled >= j.min_available {
+            if scheduled == completed { phase::COMPLETED } else { phase::RUNNING }
+        } else if j.status.phase != phase::INQUEUE {
+            phase::PENDING
+        } else {
+            phase::INQUEUE
+        };
+        JobStatus {
+            phase: phase.to_string(),
+            conditions: j.status.conditions.clone(),
+            running,
+            succeeded: j.count(TaskStatus::Succeeded) as i32,
+            failed: j.count(TaskStatus::Failed) as i32,
+        }
+    }
+
+    /// Job updater + `RecordJobStatusEvent` for one job (§2.7.3).
+    fn update_job(&mut self, job: JobId) {
+        let status = self.compute_job_status(job);
+        let changed = {
+            let j = self.state.job(job);
+            j.baseline.as_ref().is_none_or(|b| status.differs_from(b))
+        };
+        self.state.jobs[job.index()].status = status.clone();
+        let implicit = self.state.job(job).implicit;
+        if changed && !implicit {
+            let uid = self.state.job(job).uid.clone();
+            self.state.decisions.pod_group_statuses.push(PodGroupStatusUpdate {
+                pod_group: uid,
+                status: status.clone(),
+            });
+        }
+
+        let not_ready_phase = matches!(status.phase.as_str(), phase::UNKNOWN | phase::PENDING | phase::INQUEUE);
+        let job_fit_error = self.state.job_fit_error(job);
+        if not_ready_phase {
+            if self.state.job(job).has_pending_tasks() {
+                self.state.decisions.unschedulable_jobs += 1;
+            }
+            let j = self.state.job(job);
+            if !implicit {
+                let msg = format!(
+                    "{}/{} tasks in gang unschedulable: {}",
+                    j.count(TaskStatus::Pending),
+                    j.tasks.len(),
+                    job_fit_error
+                );
+                self.state.record_job_event(job, EventType::Warning, "Unschedulable", msg);
+            }
+        } else if changed && !implicit {
+            self.state
+                .record_job_event(job, EventType::Normal, "Scheduled", apis::POD_GROUP_READY.to_string());
+        }
+
+        let candidates: Vec<TaskId> = self
+            .state
+            .job(job)
+            .tasks
+            .iter()
+            .copied()
+            .filter(|t| {
+                let t = self.state.task(*t);
+                !t.spec.sch_gated
+                    && matches!(t.status, TaskStatus::Allocated | TaskStatus::Pending | TaskStatus::Pipelined)
+            })
+            .collect();
+        for task in candidates {
+            let (reason, mut message, nominated) = self.state.task_scheduling_reason(task);
+            if message.is_empty() {
+                message = if job_fit_error.is_empty() {
+                    "all nodes are unavailable".to_string()
+                } else {
+                    job_fit_error.clone()
+                };
+            }
+            if self.state.task(task).status == TaskStatus::Pending {
+                self.state.decisions.unschedulable_tasks += 1;
+            }
+            self.task_unschedulable(task, reason, message, nominated);
+        }
+    }
+
+    /// `taskUnschedulable`: write `PodScheduled=False` only when it is new or differs.
+    fn task_unschedulable(&mut self, task: TaskId, reason: String, message: String, nominated: Option<String>) {
+        let spec = &self.state.task(task).spec;
+        let condition_same = spec
+            .pod_scheduled_condition()
+            .is_some_and(|(s, r, m)| s == "False" && r == reason && m == message);
+        let nominated_changed = nominated
+            .as_ref()
+            .is_some_and(|n| spec.nominated_node_name.as_deref() != Some(n.as_str()));
+        if condition_same && !nominated_changed {
+            return;
+        }
+        let object = ObjectRef {
+            kind: "Pod",
+            namespace: Some(spec.namespace.clone()),
+            name: spec.name.clone(),
+            uid: spec.uid.clone(),
+        };
+        let pod = spec.key.clone();
+        self.state.events.push(super::decisions::Event {
+            object,
+            type_: EventType::Warning,
+            reason: "FailedScheduling".to_string(),
+            message: message.clone(),
+        });
+        self.state.decisions.pod_conditions.push(PodConditionUpdate {
+            pod,
+            reason,
+            message,
+            nominated_node: nominated,
+        });
+    }
+
+    /// `updateQueueStatus` (§2.7.4): allocated per queue, rolled up to parents when a `root`
+    /// queue exists; emitted only for queues whose `status.allocated` differs.
+    fn update_queues(&mut self) {
+        let state = &self.state;
+        let mut allocated: BTreeMap<QueueId, Resource> =
+            state.queue_ids().map(|q| (q, Resource::empty())).collect();
+        let root = state.queue_by_name.get(apis::ROOT_QUEUE).copied();
+        for job in &state.jobs {
+            let Some(q) = job.queue else { continue };
+            if let Some(sum) = allocated.get_mut(&q) {
+                sum.add(&job.allocated);
+            }
+            if root.is_some() && Some(q) != root {
+                // Walk up the parents; a missing parent ends the walk (Volcano would crash).
+                let mut current = q;
+                let mut hops = 0;
+                while hops < state.queues.len() {
+                    hops += 1;
+                    let parent_name = state.queue(current).spec.parent.as_str();
+                    let parent_name = if parent_name.is_empty() { apis::ROOT_QUEUE } else { parent_name };
+                    let Some(&parent) = state.queue_by_name.get(parent_name) else { break };
+                    if let Some(sum) = allocated.get_mut(&parent) {
+                        sum.add(&job.allocated);
+                    }
+                    if Some(parent) == root {
+                        break;
+                    }
+                    current = parent;
+                }
+            }
+        }
+        let mut updates = Vec::new();
+        for (q, alloc) in &allocated {
+            let spec = &state.queue(*q).spec;
+            let same = spec.status_allocated.as_ref().is_some_and(|old| {
+                old.equal(alloc, DimensionDefault::Zero) && alloc.equal(old, DimensionDefault::Zero)
+            });
+            if !same {
+                updates.push(QueueAllocation {
+                    queue: spec.name.clone(),
+                    allocated: alloc.clone(),
+                });
+            }
+        }
+        let mut metrics = BTreeMap::new();
+        for (q, alloc) in allocated {
+            let mut m = self.state.queue_metrics.remove(&q).unwrap_or_default();
+            let spec = &self.state.queue(q).spec;
+            m.weight = spec.weight;
+            m.allocated = alloc;
+            metrics.insert(spec.name.clone(), m);
+        }
+        self.state.decisions.queue_allocations = updates;
+        self.state.decisions.queue_metrics = metrics;
+    }
+}

@@ -1,0 +1,125 @@
+//! What a session decided. A session performs no I/O: the daemon's executor turns these into
+//! API calls, the simulator applies them to its in-memory cluster.
+
+use crate::model::job::JobStatus;
+use crate::model::resource::Resource;
+
+/// Bind a pod to a node (`pods/binding`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bind {
+    /// `<namespace>/<name>`
+    pub pod: String,
+    pub pod_uid: String,
+    pub node: String,
+}
+
+/// A pod reserved on a node whose resources are still being released (session-only).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    pub pod: String,
+    pub node: String,
+}
+
+/// Evict a pod (condition, then delete).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Eviction {
+    pub pod: String,
+    pub pod_uid: String,
+    pub node: String,
+    /// The action that decided it (`preempt`, `reclaim`, …).
+    pub action: String,
+    pub reason: String,
+}
+
+/// A PodGroup whose status changed during the session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodGroupStatusUpdate {
+    /// `<namespace>/<name>`
+    pub pod_group: String,
+    pub status: JobStatus,
+}
+
+/// A pod whose `PodScheduled=False` condition must be (re)written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodConditionUpdate {
+    pub pod: String,
+    pub reason: String,
+    pub message: String,
+    /// Written into `status.nominatedNodeName` when set.
+    pub nominated_node: Option<String>,
+}
+
+/// A queue whose `status.allocated` changed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueAllocation {
+    pub queue: String,
+    pub allocated: Resource,
+}
+
+/// The object an event is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub kind: &'static str,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// A Kubernetes event to record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub object: ObjectRef,
+    pub type_: EventType,
+    pub reason: String,
+    pub message: String,
+}
+
+/// Per-queue figures for the `volcano_queue_*` metrics and the simulator's queue table,
+/// filled by the fairness plugins at close.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueMetrics {
+    pub weight: i32,
+    pub allocated: Resource,
+    pub request: Resource,
+    pub deserved: Option<Resource>,
+    pub capability: Option<Resource>,
+    pub real_capability: Option<Resource>,
+    pub inqueue: Option<Resource>,
+    pub share: Option<f64>,
+    pub overused: Option<bool>,
+}
+
+/// Everything a session decided, in decision order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decisions {
+    pub binds: Vec<Bind>,
+    pub evictions: Vec<Eviction>,
+    pub pipelined: Vec<Pipeline>,
+    pub pod_group_statuses: Vec<PodGroupStatusUpdate>,
+    pub pod_conditions: Vec<PodConditionUpdate>,
+    pub queue_allocations: Vec<QueueAllocation>,
+    pub events: Vec<Event>,
+    /// queue name → figures, for every queue of the session.
+    pub queue_metrics: std::collections::BTreeMap<String, QueueMetrics>,
+    /// Tasks left unschedulable at close, and jobs not ready (for metrics).
+    pub unschedulable_tasks: usize,
+    pub unschedulable_jobs: usize,
+    /// Time spent per action and plugin callbacks is measured by the caller; the engine only
+    /// reports what it decided.
+    pub actions_run: Vec<String>,
+}

@@ -1,0 +1,17 @@
+//! The session framework: plugins, tier dispatch, statements, and session open/close
+//! (spec/framework.md §2–§4).
+
+mod close;
+pub mod decisions;
+mod dispatch;
+pub mod heap;
+pub mod plugin;
+pub mod session;
+pub mod statement;
+
+pub use decisions::{Decisions, Event, EventType, ObjectRef, QueueMetrics};
+pub use dispatch::default_task_less;
+pub use heap::PriorityQueue;
+pub use plugin::{ABSTAIN, ExtensionPoints, PERMIT, Plugin, PluginBuilder, PluginRegistry, REJECT, ValidateResult};
+pub use session::{Session, SessionOptions, SessionState};
+pub use statement::{OpKind, Operation, Statement};

@@ -1,0 +1,191 @@
+//! The plugin interface (spec/framework.md §3, §8.1).
+//!
+//! A plugin is built fresh for every session from its configured arguments, opened in tier
+//! order, and says which extension points it registers for this session through
+//! [`Plugin::extension_points`] (some register conditionally, e.g. DRF's queue order only in
+//! hierarchy mode). The session only calls a method whose point is registered, so the default
+//! bodies below are never the answer of a plugin that did not register; they are neutral values.
+
+use std::cmp::Ordering;
+
+use crate::conf::Arguments;
+use crate::model::{FitError, JobId, NodeId, QueueId, TaskId};
+
+use super::session::SessionState;
+
+/// Extension points a plugin may register (a bit set).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExtensionPoints(u32);
+
+impl ExtensionPoints {
+    pub const NONE: Self = Self(0);
+    pub const JOB_ORDER: Self = Self(1 << 0);
+    pub const QUEUE_ORDER: Self = Self(1 << 1);
+    pub const TASK_ORDER: Self = Self(1 << 2);
+    pub const VICTIM_QUEUE_ORDER: Self = Self(1 << 3);
+    pub const PREDICATE: Self = Self(1 << 4);
+    pub const PRE_PREDICATE: Self = Self(1 << 5);
+    pub const NODE_ORDER: Self = Self(1 << 6);
+    pub const BATCH_NODE_ORDER: Self = Self(1 << 7);
+    pub const PREEMPTABLE: Self = Self(1 << 8);
+    pub const RECLAIMABLE: Self = Self(1 << 9);
+    pub const VICTIM_TASKS: Self = Self(1 << 10);
+    pub const OVERUSED: Self = Self(1 << 11);
+    pub const ALLOCATABLE: Self = Self(1 << 12);
+    pub const PREEMPTIVE: Self = Self(1 << 13);
+    pub const JOB_VALID: Self = Self(1 << 14);
+    pub const JOB_READY: Self = Self(1 << 15);
+    pub const JOB_PIPELINED: Self = Self(1 << 16);
+    pub const JOB_ENQUEUEABLE: Self = Self(1 << 17);
+    pub const JOB_ENQUEUED: Self = Self(1 << 18);
+    pub const JOB_STARVING: Self = Self(1 << 19);
+    pub const EVENT_HANDLER: Self = Self(1 << 20);
+
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    pub fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+}
+
+impl std::ops::BitOr for ExtensionPoints {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        self.union(rhs)
+    }
+}
+
+/// Vote values of `JobPipelined` / `JobEnqueueable` (§3.1).
+pub const PERMIT: i32 = 1;
+pub const ABSTAIN: i32 = 0;
+pub const REJECT: i32 = -1;
+
+/// Result of `JobValid` when the job fails validation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidateResult {
+    pub reason: String,
+    pub message: String,
+}
+
+/// A scheduler plugin. Every method takes the session state read-only except the open/close
+/// hooks and the event handlers, which may update the plugin's own state.
+pub trait Plugin: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// Called once, in tier order, when the session opens.
+    fn on_session_open(&mut self, _ssn: &mut SessionState) {}
+
+    /// Called once when the session closes (in tier order; Volcano's order is unspecified).
+    fn on_session_close(&mut self, _ssn: &mut SessionState) {}
+
+    /// The points this plugin registered for this session; asked after `on_session_open`.
+    fn extension_points(&self) -> ExtensionPoints;
+
+    fn job_order(&self, _ssn: &SessionState, _l: JobId, _r: JobId) -> Ordering {
+        Ordering::Equal
+    }
+    fn queue_order(&self, _ssn: &SessionState, _l: QueueId, _r: QueueId) -> Ordering {
+        Ordering::Equal
+    }
+    fn task_order(&self, _ssn: &SessionState, _l: TaskId, _r: TaskId) -> Ordering {
+        Ordering::Equal
+    }
+    /// `Less` means `l` gives up resources first.
+    fn victim_queue_order(&self, _ssn: &SessionState, _l: QueueId, _r: QueueId, _preemptor: QueueId) -> Ordering {
+        Ordering::Equal
+    }
+
+    /// Runs once per task before its node search; may prepare per-task state for `predicate`.
+    fn pre_predicate(&mut self, _ssn: &SessionState, _task: TaskId) -> Result<(), String> {
+        Ok(())
+    }
+    /// Node feasibility. Called in parallel across nodes.
+    fn predicate(&self, _ssn: &SessionState, _task: TaskId, _node: NodeId) -> Result<(), FitError> {
+        Ok(())
+    }
+    /// Per-node score. Called in parallel across nodes.
+    fn node_order(&self, _ssn: &SessionState, _task: TaskId, _node: NodeId) -> Result<f64, String> {
+        Ok(0.0)
+    }
+    /// Scores for all candidate nodes at once, aligned with `nodes`.
+    fn batch_node_order(&self, _ssn: &SessionState, _task: TaskId, _nodes: &[NodeId]) -> Result<Vec<f64>, String> {
+        Ok(Vec::new())
+    }
+
+    /// Victim filter for preemption: `(victims, vote)`; vote 0 = abstain.
+    fn preemptable(&self, _ssn: &SessionState, _preemptor: TaskId, _candidates: &[TaskId]) -> (Vec<TaskId>, i32) {
+        (Vec::new(), ABSTAIN)
+    }
+    /// Victim filter for reclaim: `(victims, vote)`; vote 0 = abstain.
+    fn reclaimable(&self, _ssn: &SessionState, _reclaimer: TaskId, _candidates: &[TaskId]) -> (Vec<TaskId>, i32) {
+        (Vec::new(), ABSTAIN)
+    }
+    fn victim_tasks(&self, _ssn: &SessionState, _tasks: &[TaskId]) -> Vec<TaskId> {
+        Vec::new()
+    }
+
+    fn overused(&self, _ssn: &SessionState, _queue: QueueId) -> bool {
+        false
+    }
+    fn allocatable(&self, _ssn: &SessionState, _queue: QueueId, _task: TaskId) -> bool {
+        true
+    }
+    fn preemptive(&self, _ssn: &SessionState, _queue: QueueId, _task: TaskId) -> bool {
+        true
+    }
+
+    fn job_valid(&self, _ssn: &SessionState, _job: JobId) -> Option<ValidateResult> {
+        None
+    }
+    fn job_ready(&self, _ssn: &SessionState, _job: JobId) -> bool {
+        true
+    }
+    fn job_pipelined(&self, _ssn: &SessionState, _job: JobId) -> i32 {
+        ABSTAIN
+    }
+    fn job_enqueueable(&self, _ssn: &SessionState, _job: JobId) -> i32 {
+        ABSTAIN
+    }
+    fn job_enqueued(&mut self, _ssn: &SessionState, _job: JobId) {}
+    fn job_starving(&self, _ssn: &SessionState, _job: JobId) -> bool {
+        false
+    }
+
+    /// Event handler: a task was allocated or pipelined (or an eviction was undone).
+    /// An error makes the statement roll the operation back.
+    fn on_allocate(&mut self, _ssn: &SessionState, _task: TaskId) -> Result<(), String> {
+        Ok(())
+    }
+    /// Event handler: a task was evicted, or an allocation/pipeline was undone.
+    fn on_deallocate(&mut self, _ssn: &SessionState, _task: TaskId) {}
+}
+
+/// Builds a plugin for one session from its arguments.
+pub type PluginBuilder = fn(&Arguments) -> Box<dyn Plugin>;
+
+/// The plugins this build knows, by registered name.
+#[derive(Clone, Default)]
+pub struct PluginRegistry {
+    builders: Vec<(&'static str, PluginBuilder)>,
+}
+
+impl PluginRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn register(&mut self, name: &'static str, builder: PluginBuilder) {
+        self.builders.retain(|(n, _)| *n != name);
+        self.builders.push((name, builder));
+    }
+
+    pub fn get(&self, name: &str) -> Option<PluginBuilder> {
+        self.builders.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.builders.iter().map(|(n, _)| *n).collect()
+    }
+}

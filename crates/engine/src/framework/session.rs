@@ -1,0 +1,462 @@
+//! A session: one scheduling cycle's working state (spec/framework.md §2.4–§2.7).
+//!
+//! [`Session::open`] builds the session tables from a snapshot (O(pods + nodes + jobs), no
+//! object copies: tasks and nodes share the snapshot's `Arc`'d specs), builds and opens the
+//! plugins in tier order; the actions then run on it; [`Session::close`] computes the
+//! PodGroup, pod and queue updates and returns the [`Decisions`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::conf::SchedulerConf;
+use crate::model::job::{JobCondition, JobStatus};
+use crate::model::node::NodeInfo;
+use crate::model::queue::QueueInfo;
+use crate::model::resource::Resource;
+use crate::model::task::{JobLink, TaskInfo};
+use crate::model::{JobId, JobInfo, NodeId, QueueId, TaskId, TaskStatus};
+use crate::state::Snapshot;
+
+use super::decisions::{Decisions, QueueMetrics};
+use super::plugin::{ExtensionPoints, Plugin, PluginRegistry};
+
+/// Scheduler-wide knobs that are command-line flags in Volcano (§1.10, §6.0.1).
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    pub minimum_feasible_nodes: usize,
+    pub minimum_percentage_nodes_to_find: usize,
+    pub percentage_nodes_to_find: usize,
+    /// Name written into eviction messages ("<scheduler>: preempting to accommodate …").
+    pub scheduler_name: String,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            minimum_feasible_nodes: 100,
+            minimum_percentage_nodes_to_find: 5,
+            percentage_nodes_to_find: 0,
+            scheduler_name: "volcano-rs".to_string(),
+        }
+    }
+}
+
+/// Everything plugins and actions read, and what the framework mutates.
+pub struct SessionState {
+    pub uid: String,
+    pub now: Timestamp,
+    pub tasks: Vec<TaskInfo>,
+    pub jobs: Vec<JobInfo>,
+    pub nodes: Vec<NodeInfo>,
+    pub queues: Vec<QueueInfo>,
+    pub job_by_uid: HashMap<String, JobId>,
+    pub node_by_name: HashMap<String, NodeId>,
+    pub queue_by_name: HashMap<String, QueueId>,
+    /// Σ allocatable of the session's nodes.
+    pub total_resource: Resource,
+    pub snapshot: Snapshot,
+    pub conf: Arc<SchedulerConf>,
+    pub options: SessionOptions,
+    /// Names of the configured actions (allocate asks whether `enqueue` runs).
+    pub configured_actions: Vec<String>,
+    /// The action currently running (recorded on evictions).
+    pub current_action: String,
+    /// Filled by fairness plugins at close.
+    pub queue_metrics: BTreeMap<QueueId, QueueMetrics>,
+    /// Events recorded by plugins and actions during the session.
+    pub events: Vec<super::decisions::Event>,
+    /// What the session decided so far.
+    pub decisions: Decisions,
+    /// Where the next feasible-node search starts (Volcano's rotating `lastProcessedNodeIndex`,
+    /// so that successive searches spread over the cluster).
+    pub last_processed_node_index: usize,
+}
+
+impl SessionState {
+    pub fn task(&self, id: TaskId) -> &TaskInfo {
+        &self.tasks[id.index()]
+    }
+    pub fn job(&self, id: JobId) -> &JobInfo {
+        &self.jobs[id.index()]
+    }
+    pub fn node(&self, id: NodeId) -> &NodeInfo {
+        &self.nodes[id.index()]
+    }
+    pub fn queue(&self, id: QueueId) -> &QueueInfo {
+        &self.queues[id.index()]
+    }
+
+    pub fn job_of(&self, task: TaskId) -> Option<JobId> {
+        self.tasks[task.index()].job
+    }
+
+    /// The queue of a task's job.
+    pub fn queue_of_task(&self, task: TaskId) -> Option<QueueId> {
+        self.job_of(task).and_then(|j| self.jobs[j.index()].queue)
+    }
+
+    pub fn hierarchy_enabled(&self, plugin: &str) -> bool {
+        self.conf.hierarchy_enabled(plugin)
+    }
+
+    pub fn job_ids(&self) -> impl Iterator<Item = JobId> + '_ {
+        (0..self.jobs.len()).map(JobId::from_index)
+    }
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.nodes.len()).map(NodeId::from_index)
+    }
+    pub fn queue_ids(&self) -> impl Iterator<Item = QueueId> + '_ {
+        (0..self.queues.len()).map(QueueId::from_index)
+    }
+
+    /// Tasks of a job in the given status.
+    pub fn job_tasks_in(&self, job: JobId, status: TaskStatus) -> impl Iterator<Item = TaskId> + '_ {
+        self.jobs[job.index()]
+            .tasks
+            .iter()
+            .copied()
+            .filter(move |t| self.tasks[t.index()].status == status)
+    }
+
+    /// `TaskSchedulingReason` (§5.5.6): (reason, message, nominated node).
+    pub fn task_scheduling_reason(&self, task: TaskId) -> (String, String, Option<String>) {
+        let t = &self.tasks[task.index()];
+        let (status, node, eviction_occurred) = match &t.last_transaction {
+            Some(ctx) => (ctx.status, ctx.node, ctx.eviction_occurred),
+            None => (t.status, t.node, t.eviction_occurred),
+        };
+        let node_name = node.map(|n| self.nodes[n.index()].name().to_string()).unwrap_or_default();
+        let job = t.job.map(|j| &self.jobs[j.index()]);
+        match status {
+            TaskStatus::Allocated => (
+                "Schedulable".to_string(),
+                format!(
+                    "Pod {} can possibly be assigned to {node_name}, once minAvailable is satisfied",
+                    t.key()
+                ),
+                None,
+            ),
+            TaskStatus::Pipelined => (
+                "Unschedulable".to_string(),
+                format!(
+                    "Pod {} can possibly be assigned to {node_name}, once resource is released and minAvailable is satisfied",
+                    t.key()
+                ),
+                eviction_occurred.then_some(node_name),
+            ),
+            TaskStatus::Pending => {
+                let msg = job
+                    .and_then(|j| j.nodes_fit_errors.get(&task))
+                    .map(|fe| fe.to_string())
+                    .unwrap_or_else(|| job.map(|j| j.job_fit_errors.clone()).unwrap_or_default());
+                ("Unschedulable".to_string(), msg, None)
+            }
+            other => (
+                other.as_str().to_string(),
+                job.map(|j| j.job_fit_errors.clone()).unwrap_or_default(),
+                None,
+            ),
+        }
+    }
+
+    /// `JobInfo.FitError()` with the pending-task reason histogram.
+    pub fn job_fit_error(&self, job: JobId) -> String {
+        let j = &self.jobs[job.index()];
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for t in self.job_tasks_in(job, TaskStatus::Pending) {
+            *reasons.entry(self.task_scheduling_reason(t).0).or_default() += 1;
+        }
+        j.fit_error(&self.tasks, &reasons)
+    }
+
+    /// Records an event on a PodGroup (or, for a standalone pod's implicit job, on the pod).
+    pub fn record_job_event(&mut self, job: JobId, type_: super::decisions::EventType, reason: &str, message: String) {
+        let j = &self.jobs[job.index()];
+        let object = if j.implicit {
+            let t = &self.tasks[j.tasks[0].index()];
+            super::decisions::ObjectRef {
+                kind: "Pod",
+                namespace: Some(t.spec.namespace.clone()),
+                name: t.spec.name.clone(),
+                uid: t.spec.uid.clone(),
+            }
+        } else {
+            super::decisions::ObjectRef {
+                kind: "PodGroup",
+                namespace: Some(j.namespace.clone()),
+                name: j.name.clone(),
+                uid: j.pg_uid.clone(),
+            }
+        };
+        self.events.push(super::decisions::Event {
+            object,
+            type_,
+            reason: reason.to_string(),
+            message,
+        });
+    }
+
+    pub fn set_job_condition(&mut self, job: JobId, cond: JobCondition) {
+        self.jobs[job.index()].status.set_condition(cond);
+    }
+}
+
+/// One plugin option occurrence in tier order, pointing at the instance that answers for it.
+pub(crate) struct PluginSlot {
+    pub tier: usize,
+    pub option: crate::conf::PluginOption,
+    pub instance: usize,
+}
+
+/// A session: the state plus the plugins.
+pub struct Session {
+    pub state: SessionState,
+    pub(crate) instances: Vec<Box<dyn Plugin>>,
+    pub(crate) points: Vec<ExtensionPoints>,
+    pub(crate) slots: Vec<PluginSlot>,
+    pub(crate) tier_count: usize,
+}
+
+impl Session {
+    /// `OpenSession` (§2.5). Unknown plugin names were refused when the configuration was
+    /// parsed; one that still slips through is skipped with an error log.
+    pub fn open(
+        snapshot: &Snapshot,
+        conf: Arc<SchedulerConf>,
+        registry: &PluginRegistry,
+        options: SessionOptions,
+        now: Timestamp,
+        uid: String,
+    ) -> Session {
+        let state = build_state(snapshot, conf.clone(), options, now, uid);
+        let mut session = Session {
+            state,
+            instances: Vec::new(),
+            points: Vec::new(),
+            slots: Vec::new(),
+            tier_count: conf.tiers.len(),
+        };
+        let mut instance_by_name: HashMap<String, usize> = HashMap::new();
+        for (tier_index, tier) in conf.tiers.iter().enumerate() {
+            for option in &tier.plugins {
+                let Some(builder) = registry.get(&option.name) else {
+                    tracing::error!(plugin = %option.name, "unknown plugin, skipped");
+                    continue;
+                };
+                let mut plugin = builder(&option.arguments);
+                plugin.on_session_open(&mut session.state);
+                let idx = session.instances.len();
+                session.points.push(plugin.extension_points());
+                session.instances.push(plugin);
+                instance_by_name.insert(option.name.clone(), idx);
+                session.slots.push(PluginSlot {
+                    tier: tier_index,
+                    option: option.clone(),
+                    instance: idx,
+                });
+            }
+        }
+        // A duplicated name answers with its last instance at every occurrence (§3.1).
+        for slot in &mut session.slots {
+            if let Some(&last) = instance_by_name.get(&slot.option.name) {
+                slot.instance = last;
+            }
+        }
+        session
+    }
+
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+}
+
+fn build_state(
+    snapshot: &Snapshot,
+    conf: Arc<SchedulerConf>,
+    options: SessionOptions,
+    now: Timestamp,
+    uid: String,
+) -> SessionState {
+    let default_queue = snapshot.options().default_queue.clone();
+
+    let mut queues = Vec::new();
+    let mut queue_by_name = HashMap::new();
+    for q in snapshot.queues() {
+        queue_by_name.insert(q.name.clone(), QueueId::from_index(queues.len()));
+        queues.push(QueueInfo { spec: q.clone() });
+    }
+
+    let mut nodes = Vec::new();
+    let mut node_by_name = HashMap::new();
+    let mut total_resource = Resource::empty();
+    for n in snapshot.nodes_in_order() {
+        node_by_name.insert(n.name.clone(), NodeId::from_index(nodes.len()));
+        total_resource.add(&n.allocatable);
+        nodes.push(NodeInfo::new(n.clone()));
+    }
+
+    // Jobs from PodGroups whose queue exists (§2.4).
+    let mut jobs: Vec<JobInfo> = Vec::new();
+    let mut job_by_uid = HashMap::new();
+    for (key, pg) in snapshot.pod_groups() {
+        let queue_name = if pg.spec.queue.is_empty() {
+            default_queue.clone()
+        } else {
+            pg.spec.queue.clone()
+        };
+        let Some(&queue) = queue_by_name.get(&queue_name) else {
+            tracing::debug!(pod_group = %key, queue = %queue_name, "queue not found; job skipped");
+            continue;
+        };
+        let mut job = JobInfo::new(
+            key.clone(),
+            pg.metadata.name.clone().unwrap_or_default(),
+            pg.metadata.namespace.clone().unwrap_or_else(|| "default".to_string()),
+            queue_name,
+            pg.spec.min_member,
+        );
+        job.queue = Some(queue);
+        job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
+        job.task_min_available = pg.spec.min_task_member.clone();
+        job.task_min_available_total = pg.spec.min_task_member.values().sum();
+        job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);
+        job.priority_class_name = pg.spec.priority_class_name.clone();
+        job.priority = snapshot.job_priority(&pg.spec.priority_class_name);
+        job.creation = pg.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        let annotations = pg.metadata.annotations.clone().unwrap_or_default();
+        let labels = pg.metadata.labels.as_ref();
+        job.preemptable = annotations
+            .get(apis::keys::PREEMPTABLE)
+            .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)))
+            .map(|v| crate::model::task::parse_go_bool(v).unwrap_or(false))
+            .unwrap_or(false);
+        job.revocable_zone = match annotations.get(apis::keys::REVOCABLE_ZONE).map(String::as_str) {
+            Some("*") => "*".to_string(),
+            Some(_) => String::new(),
+            None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => "*".to_string(),
+            None => String::new(),
+        };
+        job.annotations = Arc::new(annotations);
+        let status = pg.status.as_ref().map(job_status_from_api).unwrap_or_default();
+        job.baseline = Some(status.clone());
+        job.status = status;
+        job_by_uid.insert(key.clone(), JobId::from_index(jobs.len()));
+        jobs.push(job);
+    }
+
+    // Tasks; a standalone pod of ours gets its own one-pod job.
+    let mut tasks: Vec<TaskInfo> = Vec::with_capacity(snapshot.pod_count());
+    for spec in snapshot.pods() {
+        let job = match &spec.job {
+            JobLink::PodGroup(uid) => job_by_uid.get(uid).copied(),
+            JobLink::Standalone { queue } => match queue_by_name.get(queue) {
+                Some(&qid) if !spec.status.is_completed() || spec.node_name.is_some() => {
+                    let id = JobId::from_index(jobs.len());
+                    let name = format!("podgroup-{}", spec.uid);
+                    let uid = format!("{}/{name}", spec.namespace);
+                    let mut job = JobInfo::new(uid.clone(), name, spec.namespace.clone(), queue.clone(), 1);
+                    job.implicit = true;
+                    job.queue = Some(qid);
+                    let class = spec
+                        .pod
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.priority_class_name.clone())
+                        .unwrap_or_default();
+                    job.priority = snapshot.job_priority(&class);
+                    job.priority_class_name = class;
+                    job.creation = spec.creation;
+                    job_by_uid.insert(uid, id);
+                    jobs.push(job);
+                    Some(id)
+                }
+                _ => None,
+            },
+            JobLink::None => None,
+        };
+        // Finished pods hold no node resources (§5.6).
+        let node = match (&spec.node_name, spec.status.is_completed()) {
+            (Some(n), false) => node_by_name.get(n).copied(),
+            _ => None,
+        };
+        let id = TaskId::from_index(tasks.len());
+        let task = TaskInfo::new(spec.clone(), job, node);
+        if let Some(n) = node
+            && let Err(e) = nodes[n.index()].add_task(id, &task)
+        {
+            tracing::warn!(error = %e, "task not added to its node");
+        }
+        if let Some(j) = job {
+            jobs[j.index()].add_task(id, &task);
+        }
+        tasks.push(task);
+    }
+
+    SessionState {
+        uid,
+        now,
+        tasks,
+        jobs,
+        nodes,
+        queues,
+        job_by_uid,
+        node_by_name,
+        queue_by_name,
+        total_resource,
+        snapshot: snapshot.clone(),
+        configured_actions: conf.actions.clone(),
+        conf,
+        options,
+        current_action: String::new(),
+        queue_metrics: BTreeMap::new(),
+        events: Vec::new(),
+        decisions: Decisions::default(),
+        last_processed_node_index: 0,
+    }
+}
+
+/// The API PodGroup status as the session holds it.
+pub fn job_status_from_api(s: &apis::PodGroupStatus) -> JobStatus {
+    JobStatus {
+        phase: s.phase.clone(),
+        conditions: s
+            .conditions
+            .iter()
+            .map(|c| JobCondition {
+                type_: c.type_.clone(),
+                status: c.status.clone(),
+                transition_id: c.transition_id.clone(),
+                last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            })
+            .collect(),
+        running: s.running,
+        succeeded: s.succeeded,
+        failed: s.failed,
+    }
+}
+
+/// The session's PodGroup status in API form.
+pub fn job_status_to_api(s: &JobStatus) -> apis::PodGroupStatus {
+    apis::PodGroupStatus {
+        phase: s.phase.clone(),
+        conditions: s
+            .conditions
+            .iter()
+            .map(|c| apis::PodGroupCondition {
+                type_: c.type_.clone(),
+                status: c.status.clone(),
+                transition_id: c.transition_id.clone(),
+                last_transition_time: c.last_transition_time.map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            })
+            .collect(),
+        running: s.running,
+        succeeded: s.succeeded,
+        failed: s.failed,
+    }
+}

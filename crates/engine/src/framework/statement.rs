@@ -1,0 +1,256 @@
+//! The Statement: a transaction log over the session (spec/framework.md §4).
+//!
+//! Operations take effect on the session immediately; `commit` turns them into decisions
+//! (binds, evictions), `discard` undoes them in reverse order and leaves each task's
+//! `last_transaction` saying where it would have gone.
+
+use crate::model::task::TransactionContext;
+use crate::model::{NodeId, TaskId, TaskStatus};
+
+use super::decisions::{Bind, Eviction};
+use super::session::Session;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Evict,
+    Pipeline,
+    Allocate,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation {
+    pub kind: OpKind,
+    pub task: TaskId,
+    pub reason: String,
+}
+
+/// Recorded operations, in call order.
+#[derive(Debug, Default)]
+pub struct Statement {
+    pub ops: Vec<Operation>,
+}
+
+impl Statement {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn has_evictions(&self) -> bool {
+        self.ops.iter().any(|o| o.kind == OpKind::Evict)
+    }
+
+    /// `Merge`: appends another statement's records (their effects are already applied).
+    pub fn merge(&mut self, other: Statement) {
+        self.ops.extend(other.ops);
+    }
+}
+
+impl Session {
+    /// Changes a task's status and keeps its job's counters current.
+    pub(crate) fn set_task_status(&mut self, task: TaskId, status: TaskStatus) {
+        let state = &mut self.state;
+        let t = &mut state.tasks[task.index()];
+        let old = t.status;
+        t.status = status;
+        if let Some(j) = t.job {
+            let t = &state.tasks[task.index()];
+            state.jobs[j.index()].update_task_status(t, old, status);
+        }
+    }
+
+    fn node_add(&mut self, task: TaskId, node: NodeId) -> Result<(), String> {
+        let state = &mut self.state;
+        state.nodes[node.index()].add_task(task, &state.tasks[task.index()])
+    }
+
+    fn node_remove(&mut self, task: TaskId) {
+        let state = &mut self.state;
+        if let Some(n) = state.tasks[task.index()].node {
+            state.nodes[n.index()].remove_task(task, &state.tasks[task.index()]);
+        }
+    }
+
+    fn node_update(&mut self, task: TaskId) {
+        let state = &mut self.state;
+        if let Some(n) = state.tasks[task.index()].node
+            && let Err(e) = state.nodes[n.index()].update_task(task, &state.tasks[task.index()])
+        {
+            tracing::error!(error = %e, "node accounting update failed");
+        }
+    }
+
+    /// `Statement.Evict`: the task becomes `Releasing` on its node.
+    pub fn evict(&mut self, stmt: &mut Statement, task: TaskId, reason: &str) {
+        self.set_task_status(task, TaskStatus::Releasing);
+        self.node_update(task);
+        self.fire_deallocate(task);
+        stmt.ops.push(Operation {
+            kind: OpKind::Evict,
+            task,
+            reason: reason.to_string(),
+        });
+    }
+
+    /// `Statement.Pipeline`: reserve `node` for the task while its resources are released.
+    pub fn pipeline(&mut self, stmt: &mut Statement, task: TaskId, node: NodeId, eviction_occurred: bool) -> Result<(), String> {
+        if self.state.tasks[task.index()].job.is_none() {
+            return Err(format!("task {} has no job", self.state.tasks[task.index()].key()));
+        }
+        self.set_task_status(task, TaskStatus::Pipelined);
+        {
+            let t = &mut self.state.tasks[task.index()];
+            t.node = Some(node);
+            t.eviction_occurred = eviction_occurred;
+        }
+        let mut result = self.node_add(task, node);
+        if let Err(e) = self.fire_allocate(task)
+            && result.is_ok()
+        {
+            result = Err(e);
+        }
+        if let Err(e) = result {
+            self.un_pipeline(task);
+            return Err(e);
+        }
+        stmt.ops.push(Operation {
+            kind: OpKind::Pipeline,
+            task,
+            reason: String::new(),
+        });
+        Ok(())
+    }
+
+    /// `Statement.Allocate`: place the task on `node` (bound at commit).
+    pub fn allocate(&mut self, stmt: &mut Statement, task: TaskId, node: NodeId) -> Result<(), String> {
+        self.allocate_in_session(task, node)?;
+        stmt.ops.push(Operation {
+            kind: OpKind::Allocate,
+            task,
+            reason: String::new(),
+        });
+        Ok(())
+    }
+
+    fn allocate_in_session(&mut self, task: TaskId, node: NodeId) -> Result<(), String> {
+        if self.state.tasks[task.index()].job.is_none() {
+            return Err(format!("task {} has no job", self.state.tasks[task.index()].key()));
+        }
+        self.set_task_status(task, TaskStatus::Allocated);
+        self.state.tasks[task.index()].node = Some(node);
+        let mut result = self.node_add(task, node);
+        if let Err(e) = self.fire_allocate(task)
+            && result.is_ok()
+        {
+            result = Err(e);
+        }
+        if let Err(e) = result {
+            self.un_allocate(task);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// `UnPipeline`: immediate undo, nothing recorded.
+    pub fn un_pipeline(&mut self, task: TaskId) {
+        self.node_remove(task);
+        self.set_task_status(task, TaskStatus::Pending);
+        self.fire_deallocate(task);
+        self.state.tasks[task.index()].node = None;
+    }
+
+    fn un_allocate(&mut self, task: TaskId) {
+        self.node_remove(task);
+        self.set_task_status(task, TaskStatus::Pending);
+        self.fire_deallocate(task);
+        self.state.tasks[task.index()].node = None;
+    }
+
+    fn un_evict(&mut self, task: TaskId) {
+        // Volcano brings an evicted task back as Running, whatever it was before.
+        self.set_task_status(task, TaskStatus::Running);
+        self.node_update(task);
+        if let Err(e) = self.fire_allocate(task) {
+            tracing::warn!(error = %e, "allocate handler failed while undoing an eviction");
+        }
+    }
+
+    /// `Discard`: undo in reverse order, remembering each task's would-be placement.
+    pub fn discard(&mut self, stmt: Statement) {
+        for op in stmt.ops.into_iter().rev() {
+            let t = &mut self.state.tasks[op.task.index()];
+            t.last_transaction = Some(TransactionContext {
+                node: t.node,
+                eviction_occurred: t.eviction_occurred,
+                status: t.status,
+            });
+            match op.kind {
+                OpKind::Evict => self.un_evict(op.task),
+                OpKind::Pipeline => self.un_pipeline(op.task),
+                OpKind::Allocate => self.un_allocate(op.task),
+            }
+        }
+    }
+
+    /// `Commit`: allocations become binds (`Binding`), evictions become eviction decisions;
+    /// pipelines stay session-only reservations.
+    pub fn commit(&mut self, stmt: Statement) {
+        for op in stmt.ops {
+            self.state.tasks[op.task.index()].last_transaction = None;
+            match op.kind {
+                OpKind::Evict => self.record_eviction(op.task, &op.reason),
+                OpKind::Pipeline => {}
+                OpKind::Allocate => self.dispatch(op.task),
+            }
+        }
+    }
+
+    fn record_eviction(&mut self, task: TaskId, reason: &str) {
+        let state = &mut self.state;
+        let t = &state.tasks[task.index()];
+        let node = t
+            .node
+            .map(|n| state.nodes[n.index()].name().to_string())
+            .unwrap_or_default();
+        state.decisions.evictions.push(Eviction {
+            pod: t.key().to_string(),
+            pod_uid: t.spec.uid.clone(),
+            node,
+            action: state.current_action.clone(),
+            reason: reason.to_string(),
+        });
+    }
+
+    /// Turns an `Allocated` task into a bind decision.
+    fn dispatch(&mut self, task: TaskId) {
+        self.set_task_status(task, TaskStatus::Binding);
+        let state = &mut self.state;
+        let t = &state.tasks[task.index()];
+        let Some(n) = t.node else { return };
+        state.decisions.binds.push(Bind {
+            pod: t.key().to_string(),
+            pod_uid: t.spec.uid.clone(),
+            node: state.nodes[n.index()].name().to_string(),
+        });
+    }
+
+    /// `Session.Allocate` (§4.6, used by backfill): allocate without a statement, then bind
+    /// every `Allocated` task of the job once the job is ready.
+    pub fn allocate_and_dispatch(&mut self, task: TaskId, node: NodeId) -> Result<(), String> {
+        self.allocate_in_session(task, node)?;
+        let Some(job) = self.state.tasks[task.index()].job else {
+            return Ok(());
+        };
+        if self.job_ready(job) {
+            let allocated: Vec<TaskId> = self.state.job_tasks_in(job, TaskStatus::Allocated).collect();
+            for t in allocated {
+                self.state.tasks[t.index()].last_transaction = None;
+                self.dispatch(t);
+            }
+        }
+        Ok(())
+    }
+}

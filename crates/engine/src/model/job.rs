@@ -1,0 +1,390 @@
+//! A job is one PodGroup and its tasks (spec/framework.md §5.5).
+//!
+//! Counters per task status and the resource sums are kept current by the session on every
+//! status change, so the readiness predicates are O(1). Role-level checks (`minTaskMember`) walk
+//! the job's tasks and only run for jobs that set `minTaskMember`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::fit::FitErrors;
+use super::ids::{QueueId, TaskId};
+use super::resource::Resource;
+use super::status::TaskStatus;
+use super::task::TaskInfo;
+
+/// PodGroup phases (spec/kubernetes.md §5.3).
+pub mod phase {
+    pub const PENDING: &str = "Pending";
+    pub const RUNNING: &str = "Running";
+    pub const UNKNOWN: &str = "Unknown";
+    pub const INQUEUE: &str = "Inqueue";
+    pub const COMPLETED: &str = "Completed";
+}
+
+/// One PodGroup condition as the session holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobCondition {
+    pub type_: String,
+    pub status: String,
+    pub transition_id: String,
+    pub last_transition_time: Option<Timestamp>,
+    pub reason: String,
+    pub message: String,
+}
+
+/// The PodGroup status as the session holds it; written back when it changed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobStatus {
+    pub phase: String,
+    pub conditions: Vec<JobCondition>,
+    pub running: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+}
+
+impl JobStatus {
+    /// §2.7.2: everything but conditions compared exactly; conditions pairwise by index,
+    /// ignoring `lastTransitionTime` and `transitionID`.
+    pub fn differs_from(&self, old: &JobStatus) -> bool {
+        if self.phase != old.phase
+            || self.running != old.running
+            || self.succeeded != old.succeeded
+            || self.failed != old.failed
+            || self.conditions.len() != old.conditions.len()
+        {
+            return true;
+        }
+        self.conditions.iter().zip(&old.conditions).any(|(a, b)| {
+            a.type_ != b.type_ || a.status != b.status || a.reason != b.reason || a.message != b.message
+        })
+    }
+
+    /// Replaces the condition of the same type, or appends it (`UpdatePodGroupCondition`).
+    pub fn set_condition(&mut self, cond: JobCondition) {
+        match self.conditions.iter_mut().find(|c| c.type_ == cond.type_) {
+            Some(c) => *c = cond,
+            None => self.conditions.push(cond),
+        }
+    }
+}
+
+/// The session's view of one job.
+#[derive(Clone, Debug)]
+pub struct JobInfo {
+    /// `<namespace>/<podgroup name>`
+    pub uid: String,
+    pub name: String,
+    pub namespace: String,
+    /// The PodGroup's Kubernetes UID (empty for a standalone pod's implicit job).
+    pub pg_uid: String,
+    /// True for the implicit one-pod job of a standalone pod: there is no PodGroup object to
+    /// write back.
+    pub implicit: bool,
+    pub queue_name: String,
+    pub queue: Option<QueueId>,
+    pub min_available: i32,
+    pub task_min_available: BTreeMap<String, i32>,
+    pub task_min_available_total: i32,
+    pub min_resources: Option<Resource>,
+    pub priority: i32,
+    pub priority_class_name: String,
+    pub creation: Option<Timestamp>,
+    pub preemptable: bool,
+    pub revocable_zone: String,
+    pub annotations: Arc<BTreeMap<String, String>>,
+    pub tasks: Vec<TaskId>,
+    counts: [u32; 10],
+    pending_best_effort: u32,
+    pub allocated: Resource,
+    pub total_request: Resource,
+    pub status: JobStatus,
+    /// The status the session started from (change detection at close).
+    pub baseline: Option<JobStatus>,
+    pub nodes_fit_errors: HashMap<TaskId, FitErrors>,
+    pub job_fit_errors: String,
+}
+
+impl JobInfo {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(uid: String, name: String, namespace: String, queue_name: String, min_available: i32) -> Self {
+        JobInfo {
+            uid,
+            name,
+            namespace,
+            pg_uid: String::new(),
+            implicit: false,
+            queue_name,
+            queue: None,
+            min_available,
+            task_min_available: BTreeMap::new(),
+            task_min_available_total: 0,
+            min_resources: None,
+            priority: 0,
+            priority_class_name: String::new(),
+            creation: None,
+            preemptable: false,
+            revocable_zone: String::new(),
+            annotations: Arc::default(),
+            tasks: Vec::new(),
+            counts: [0; 10],
+            pending_best_effort: 0,
+            allocated: Resource::empty(),
+            total_request: Resource::empty(),
+            status: JobStatus::default(),
+            baseline: None,
+            nodes_fit_errors: HashMap::new(),
+            job_fit_errors: String::new(),
+        }
+    }
+
+    /// Adds a task's contribution to the counters (`AddTaskInfo`).
+    pub fn add_task(&mut self, id: TaskId, task: &TaskInfo) {
+        self.tasks.push(id);
+        self.count_in(task, task.status);
+        self.total_request.add(task.resreq());
+    }
+
+    fn count_in(&mut self, task: &TaskInfo, status: TaskStatus) {
+        self.counts[status.index()] += 1;
+        if status == TaskStatus::Pending && task.spec.best_effort {
+            self.pending_best_effort += 1;
+        }
+        if status.is_allocated() {
+            self.allocated.add(task.resreq());
+        }
+    }
+
+    fn count_out(&mut self, task: &TaskInfo, status: TaskStatus) {
+        self.counts[status.index()] = self.counts[status.index()].saturating_sub(1);
+        if status == TaskStatus::Pending && task.spec.best_effort {
+            self.pending_best_effort = self.pending_best_effort.saturating_sub(1);
+        }
+        if status.is_allocated() {
+            self.allocated.sub(task.resreq());
+        }
+    }
+
+    /// Moves a task between status buckets (`UpdateTaskStatus`).
+    pub fn update_task_status(&mut self, task: &TaskInfo, old: TaskStatus, new: TaskStatus) {
+        if old != new {
+            self.count_out(task, old);
+            self.count_in(task, new);
+        }
+    }
+
+    pub fn count(&self, status: TaskStatus) -> u32 {
+        self.counts[status.index()]
+    }
+
+    pub fn ready_task_num(&self) -> i32 {
+        use TaskStatus::*;
+        (self.count(Bound) + self.count(Binding) + self.count(Running) + self.count(Allocated) + self.count(Succeeded))
+            as i32
+    }
+
+    pub fn waiting_task_num(&self) -> i32 {
+        self.count(TaskStatus::Pipelined) as i32
+    }
+
+    pub fn pending_best_effort_task_num(&self) -> i32 {
+        self.pending_best_effort as i32
+    }
+
+    pub fn valid_task_num(&self) -> i32 {
+        use TaskStatus::*;
+        (self.count(Bound)
+            + self.count(Binding)
+            + self.count(Running)
+            + self.count(Allocated)
+            + self.count(Succeeded)
+            + self.count(Pipelined)
+            + self.count(Pending)) as i32
+    }
+
+    pub fn allocated_task_num(&self) -> i32 {
+        use TaskStatus::*;
+        (self.count(Bound) + self.count(Binding) + self.count(Running) + self.count(Allocated)) as i32
+    }
+
+    pub fn scheduled_task_num(&self) -> i32 {
+        use TaskStatus::*;
+        (self.count(Running) + self.count(Bound) + self.count(Failed) + self.count(Succeeded)) as i32
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+    }
+
+    pub fn is_pipelined(&self) -> bool {
+        self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+    }
+
+    pub fn is_starving(&self) -> bool {
+        self.waiting_task_num() + self.ready_task_num() < self.min_available
+    }
+
+    /// PodGroup phase Pending or empty.
+    pub fn is_pending(&self) -> bool {
+        self.status.phase.is_empty() || self.status.phase == phase::PENDING
+    }
+
+    pub fn has_pending_tasks(&self) -> bool {
+        self.count(TaskStatus::Pending) > 0
+    }
+
+    /// Per-role counts of tasks accepted by `include`.
+    fn role_counts<'a>(&self, tasks: &'a [TaskInfo], include: impl Fn(&TaskInfo) -> bool) -> BTreeMap<&'a str, i32> {
+        let mut counts = BTreeMap::new();
+        for &id in &self.tasks {
+            let t = &tasks[id.index()];
+            if include(t) {
+                *counts.entry(t.spec.role.as_str()).or_insert(0) += 1;
+            }
+        }
+        counts
+    }
+
+    /// Role checks are disabled when the job minimum is below the sum of role minimums (§5.5.5).
+    fn role_checks_disabled(&self) -> bool {
+        self.task_min_available.is_empty() || self.min_available < self.task_min_available_total
+    }
+
+    /// `CheckTaskValid`.
+    pub fn check_task_valid(&self, tasks: &[TaskInfo]) -> bool {
+        if self.role_checks_disabled() {
+            return true;
+        }
+        let counts = self.role_counts(tasks, |t| {
+            t.status.is_allocated()
+                || matches!(t.status, TaskStatus::Succeeded | TaskStatus::Pipelined | TaskStatus::Pending)
+        });
+        self.task_min_available
+            .iter()
+            .filter(|(_, min)| **min > 0)
+            .all(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) >= *min)
+    }
+
+    fn ready_like(t: &TaskInfo) -> bool {
+        t.status.is_allocated()
+            || t.status == TaskStatus::Succeeded
+            || (t.status == TaskStatus::Pending && t.spec.resreq.is_empty())
+    }
+
+    /// `CheckTaskReady`.
+    pub fn check_task_ready(&self, tasks: &[TaskInfo]) -> bool {
+        if self.role_checks_disabled() {
+            return true;
+        }
+        let counts = self.role_counts(tasks, Self::ready_like);
+        self.task_min_available
+            .iter()
+            .all(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) >= *min)
+    }
+
+    /// `CheckTaskPipelined`.
+    pub fn check_task_pipelined(&self, tasks: &[TaskInfo]) -> bool {
+        if self.role_checks_disabled() {
+            return true;
+        }
+        let counts = self.role_counts(tasks, |t| Self::ready_like(t) || t.status == TaskStatus::Pipelined);
+        self.task_min_available
+            .iter()
+            .all(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) >= *min)
+    }
+
+    /// `CheckTaskStarving`: true when some role is below its minimum.
+    pub fn check_task_starving(&self, tasks: &[TaskInfo]) -> bool {
+        if self.role_checks_disabled() {
+            return true;
+        }
+        let counts = self.role_counts(tasks, |t| {
+            t.status.is_allocated() || matches!(t.status, TaskStatus::Succeeded | TaskStatus::Pipelined)
+        });
+        self.task_min_available
+            .iter()
+            .any(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) < *min)
+    }
+
+    /// `TaskHasFitErrors`: another task of the same role already failed this session.
+    pub fn task_has_fit_errors(&self, tasks: &[TaskInfo], task: TaskId) -> bool {
+        let role = &tasks[task.index()].spec.role;
+        if role.is_empty() {
+            return false;
+        }
+        self.nodes_fit_errors
+            .keys()
+            .any(|id| *id != task && tasks[id.index()].spec.role == *role)
+    }
+
+    /// `NeedContinueAllocating` for the default sub-job (§5.5.9).
+    pub fn need_continue_allocating(&self, tasks: &[TaskInfo]) -> bool {
+        if self.min_available as usize == self.tasks.len() {
+            return false;
+        }
+        let failed_roles: std::collections::BTreeSet<&str> = self
+            .nodes_fit_errors
+            .keys()
+            .filter(|id| self.tasks.contains(id))
+            .map(|id| tasks[id.index()].spec.role.as_str())
+            .collect();
+        if self.min_available < self.task_min_available_total {
+            let left: i32 = self
+                .tasks
+                .iter()
+                .map(|id| &tasks[id.index()])
+                .filter(|t| t.status == TaskStatus::Pending && !failed_roles.contains(t.spec.role.as_str()))
+                .count() as i32;
+            return self.ready_task_num() + left >= self.min_available;
+        }
+        let occupied = self.role_counts(tasks, Self::ready_like);
+        for role in failed_roles {
+            let min = self.task_min_available.get(role).copied().unwrap_or(0);
+            if min > 0 && occupied.get(role).copied().unwrap_or(0) < min {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `JobInfo.FitError()` (§5.5.6): the job-level text used in events and conditions.
+    pub fn fit_error(&self, tasks: &[TaskInfo], pending_reasons: &BTreeMap<String, usize>) -> String {
+        let mut histogram: BTreeMap<&str, u32> = BTreeMap::new();
+        for status in TaskStatus::ALL {
+            let n = self.count(status);
+            if n > 0 {
+                histogram.insert(status.as_str(), n);
+            }
+        }
+        let mut parts: Vec<String> = histogram.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        parts.push(format!("{} minAvailable", self.min_available));
+        parts.sort();
+        let head = if self.is_ready() {
+            apis::POD_GROUP_READY
+        } else {
+            apis::POD_GROUP_NOT_READY
+        };
+        let mut msg = format!("{head}, {}", parts.join(", "));
+        if !pending_reasons.is_empty() {
+            let mut reasons: Vec<String> = pending_reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            reasons.sort();
+            msg.push_str("; Pending: ");
+            msg.push_str(&reasons.join(", "));
+        }
+        if !self.job_fit_errors.is_empty() {
+            msg.push_str(". Origin reason is: ");
+            msg.push_str(&self.job_fit_errors);
+        } else if let Some((id, fe)) = self
+            .tasks
+            .iter()
+            .filter_map(|id| self.nodes_fit_errors.get(id).map(|fe| (id, fe)))
+            .next()
+        {
+            // Volcano takes the first task in map order; we take the first in job order.
+            msg.push_str(&format!(". Origin reason is {}: {fe}", tasks[id.index()].spec.name));
+        }
+        msg
+    }
+}

@@ -1,0 +1,20 @@
+//! The job / task / node / queue model (spec/framework.md §5).
+
+pub mod fit;
+pub mod ids;
+pub mod job;
+pub mod node;
+pub mod quantity;
+pub mod queue;
+pub mod resource;
+pub mod status;
+pub mod task;
+
+pub use fit::{FitError, FitErrors, FitStatus, StatusCode};
+pub use ids::{JobId, NodeId, QueueId, TaskId};
+pub use job::JobInfo;
+pub use node::NodeInfo;
+pub use queue::QueueInfo;
+pub use resource::{DimensionDefault, Resource, ResourceName};
+pub use status::TaskStatus;
+pub use task::{TaskInfo, TaskSpec};

@@ -1,0 +1,323 @@
+//! The long-lived cluster state, updated one object at a time, and its cheap snapshot
+//! (DESIGN.md "Cluster state" and "Snapshot"; spec/framework.md §2.4, §7.1).
+//!
+//! Each object is parsed once, when it is upserted, into an immutable `Arc`'d spec. The tables are
+//! ordered maps behind `Arc`: a snapshot clones the `Arc`s (O(1) per table); the next upsert
+//! after a snapshot copies the table it touches once (copy-on-write), so a session never sees a
+//! half-applied event and the watchers never wait for a session.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use apis::{PodGroup, Queue};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ResourceQuota};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+
+use crate::model::node::NodeSpec;
+use crate::model::queue::QueueSpec;
+use crate::model::task::TaskSpec;
+
+/// Which pods are ours and where standalone pods go.
+#[derive(Clone, Debug)]
+pub struct StateOptions {
+    /// Pods whose `spec.schedulerName` is one of these are scheduled by us.
+    pub scheduler_names: Vec<String>,
+    /// Queue for PodGroups with an empty `spec.queue` and standalone pods without annotation.
+    pub default_queue: String,
+    /// `--node-selector`: only nodes carrying at least one of these label pairs are kept.
+    pub node_selector: Vec<(String, String)>,
+}
+
+impl Default for StateOptions {
+    fn default() -> Self {
+        StateOptions {
+            scheduler_names: vec!["volcano-rs".to_string()],
+            default_queue: "default".to_string(),
+            node_selector: Vec::new(),
+        }
+    }
+}
+
+/// A PriorityClass as the scheduler needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriorityClassInfo {
+    pub value: i32,
+    pub global_default: bool,
+}
+
+/// A node with the order in which it was first seen (Volcano's node list order).
+#[derive(Clone, Debug)]
+pub struct NodeEntry {
+    pub seq: u64,
+    pub spec: Arc<NodeSpec>,
+}
+
+/// The cluster as last observed. Cheap to snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterState {
+    options: Arc<StateOptions>,
+    pods: Arc<BTreeMap<String, Arc<TaskSpec>>>,
+    nodes: Arc<BTreeMap<String, NodeEntry>>,
+    pod_groups: Arc<BTreeMap<String, Arc<PodGroup>>>,
+    queues: Arc<BTreeMap<String, Arc<QueueSpec>>>,
+    priority_classes: Arc<BTreeMap<String, PriorityClassInfo>>,
+    pdbs: Arc<BTreeMap<String, Arc<PodDisruptionBudget>>>,
+    quotas: Arc<BTreeMap<String, Arc<ResourceQuota>>>,
+    namespaces: Arc<BTreeMap<String, Arc<Namespace>>>,
+    next_node_seq: u64,
+}
+
+/// An immutable view of the cluster for one session. Cloning it is cheap.
+pub type Snapshot = ClusterState;
+
+fn ns_key(ns: Option<&String>, name: Option<&String>) -> String {
+    format!(
+        "{}/{}",
+        ns.map(String::as_str).unwrap_or("default"),
+        name.map(String::as_str).unwrap_or("")
+    )
+}
+
+impl ClusterState {
+    pub fn new(options: StateOptions) -> Self {
+        ClusterState {
+            options: Arc::new(options),
+            ..Default::default()
+        }
+    }
+
+    pub fn options(&self) -> &StateOptions {
+        &self.options
+    }
+
+    fn is_ours(&self, pod: &Pod) -> bool {
+        let name = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduler_name.as_deref())
+            .unwrap_or("default-scheduler");
+        self.options.scheduler_names.iter().any(|n| n == name)
+    }
+
+    fn default_queue(&self) -> &str {
+        &self.options.default_queue
+    }
+
+    /// A snapshot for a session: shares every table with the state.
+    pub fn snapshot(&self) -> Snapshot {
+        self.clone()
+    }
+
+    // ---- pods -------------------------------------------------------------------------------
+
+    /// Adds or replaces a pod. Pods of other schedulers are kept only when they are assigned
+    /// to a node (they occupy it); unassigned ones are invisible to us (§7.1).
+    pub fn upsert_pod(&mut self, pod: Pod) {
+        let key = ns_key(pod.metadata.namespace.as_ref(), pod.metadata.name.as_ref());
+        let ours = self.is_ours(&pod);
+        let assigned = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
+        if !ours && !assigned {
+            if self.pods.contains_key(&key) {
+                Arc::make_mut(&mut self.pods).remove(&key);
+            }
+            return;
+        }
+        let spec = TaskSpec::from_pod(Arc::new(pod), ours, self.default_queue());
+        Arc::make_mut(&mut self.pods).insert(key, Arc::new(spec));
+    }
+
+    pub fn delete_pod(&mut self, namespace: &str, name: &str) {
+        let key = format!("{namespace}/{name}");
+        if self.pods.contains_key(&key) {
+            Arc::make_mut(&mut self.pods).remove(&key);
+        }
+    }
+
+    pub fn pod(&self, key: &str) -> Option<&Arc<TaskSpec>> {
+        self.pods.get(key)
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Arc<TaskSpec>> {
+        self.pods.values()
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    // ---- nodes ------------------------------------------------------------------------------
+
+    fn node_selected(&self, node: &Node) -> bool {
+        let o = &self.options;
+        if o.node_selector.is_empty() {
+            return true;
+        }
+        let labels = node.metadata.labels.as_ref();
+        o.node_selector
+            .iter()
+            .any(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+    }
+
+    pub fn upsert_node(&mut self, node: Node) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        if !self.node_selected(&node) {
+            self.delete_node(&name);
+            return;
+        }
+        let spec = Arc::new(NodeSpec::from_node(Arc::new(node)));
+        let seq = match self.nodes.get(&name) {
+            Some(e) => e.seq,
+            None => {
+                self.next_node_seq += 1;
+                self.next_node_seq
+            }
+        };
+        Arc::make_mut(&mut self.nodes).insert(name, NodeEntry { seq, spec });
+    }
+
+    pub fn delete_node(&mut self, name: &str) {
+        if self.nodes.contains_key(name) {
+            Arc::make_mut(&mut self.nodes).remove(name);
+        }
+    }
+
+    /// Nodes in the order they were first seen.
+    pub fn nodes_in_order(&self) -> Vec<&Arc<NodeSpec>> {
+        let mut v: Vec<&NodeEntry> = self.nodes.values().collect();
+        v.sort_by_key(|e| e.seq);
+        v.into_iter().map(|e| &e.spec).collect()
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeSpec>> {
+        self.nodes.get(name).map(|e| &e.spec)
+    }
+
+    // ---- pod groups, queues -----------------------------------------------------------------
+
+    pub fn upsert_pod_group(&mut self, pg: PodGroup) {
+        let key = ns_key(pg.metadata.namespace.as_ref(), pg.metadata.name.as_ref());
+        Arc::make_mut(&mut self.pod_groups).insert(key, Arc::new(pg));
+    }
+
+    pub fn delete_pod_group(&mut self, namespace: &str, name: &str) {
+        let key = format!("{namespace}/{name}");
+        if self.pod_groups.contains_key(&key) {
+            Arc::make_mut(&mut self.pod_groups).remove(&key);
+        }
+    }
+
+    pub fn pod_groups(&self) -> impl Iterator<Item = (&String, &Arc<PodGroup>)> {
+        self.pod_groups.iter()
+    }
+
+    pub fn pod_group(&self, key: &str) -> Option<&Arc<PodGroup>> {
+        self.pod_groups.get(key)
+    }
+
+    pub fn upsert_queue(&mut self, q: Queue) {
+        let name = q.metadata.name.clone().unwrap_or_default();
+        Arc::make_mut(&mut self.queues).insert(name, Arc::new(QueueSpec::from_queue(Arc::new(q))));
+    }
+
+    pub fn delete_queue(&mut self, name: &str) {
+        if self.queues.contains_key(name) {
+            Arc::make_mut(&mut self.queues).remove(name);
+        }
+    }
+
+    pub fn queues(&self) -> impl Iterator<Item = &Arc<QueueSpec>> {
+        self.queues.values()
+    }
+
+    pub fn queue(&self, name: &str) -> Option<&Arc<QueueSpec>> {
+        self.queues.get(name)
+    }
+
+    // ---- the rest ---------------------------------------------------------------------------
+
+    pub fn upsert_priority_class(&mut self, pc: PriorityClass) {
+        let name = pc.metadata.name.clone().unwrap_or_default();
+        let info = PriorityClassInfo {
+            value: pc.value.unwrap_or(0),
+            global_default: pc.global_default.unwrap_or(false),
+        };
+        Arc::make_mut(&mut self.priority_classes).insert(name, info);
+    }
+
+    pub fn delete_priority_class(&mut self, name: &str) {
+        if self.priority_classes.contains_key(name) {
+            Arc::make_mut(&mut self.priority_classes).remove(name);
+        }
+    }
+
+    pub fn priority_classes(&self) -> &BTreeMap<String, PriorityClassInfo> {
+        &self.priority_classes
+    }
+
+    /// Priority of a job (§2.4): its PriorityClass, else the global default class, else 0.
+    pub fn job_priority(&self, class_name: &str) -> i32 {
+        if let Some(pc) = self.priority_classes.get(class_name) {
+            return pc.value;
+        }
+        self.priority_classes
+            .values()
+            .find(|pc| pc.global_default)
+            .map(|pc| pc.value)
+            .unwrap_or(0)
+    }
+
+    pub fn upsert_pdb(&mut self, pdb: PodDisruptionBudget) {
+        let key = ns_key(pdb.metadata.namespace.as_ref(), pdb.metadata.name.as_ref());
+        Arc::make_mut(&mut self.pdbs).insert(key, Arc::new(pdb));
+    }
+
+    pub fn delete_pdb(&mut self, namespace: &str, name: &str) {
+        let key = format!("{namespace}/{name}");
+        if self.pdbs.contains_key(&key) {
+            Arc::make_mut(&mut self.pdbs).remove(&key);
+        }
+    }
+
+    pub fn pdbs(&self) -> impl Iterator<Item = &Arc<PodDisruptionBudget>> {
+        self.pdbs.values()
+    }
+
+    pub fn upsert_resource_quota(&mut self, rq: ResourceQuota) {
+        let key = ns_key(rq.metadata.namespace.as_ref(), rq.metadata.name.as_ref());
+        Arc::make_mut(&mut self.quotas).insert(key, Arc::new(rq));
+    }
+
+    pub fn delete_resource_quota(&mut self, namespace: &str, name: &str) {
+        let key = format!("{namespace}/{name}");
+        if self.quotas.contains_key(&key) {
+            Arc::make_mut(&mut self.quotas).remove(&key);
+        }
+    }
+
+    pub fn resource_quotas(&self) -> impl Iterator<Item = &Arc<ResourceQuota>> {
+        self.quotas.values()
+    }
+
+    pub fn upsert_namespace(&mut self, ns: Namespace) {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        Arc::make_mut(&mut self.namespaces).insert(name, Arc::new(ns));
+    }
+
+    pub fn delete_namespace(&mut self, name: &str) {
+        if self.namespaces.contains_key(name) {
+            Arc::make_mut(&mut self.namespaces).remove(name);
+        }
+    }
+
+    pub fn namespace(&self, name: &str) -> Option<&Arc<Namespace>> {
+        self.namespaces.get(name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,90 @@
+use super::*;
+use serde_json::json;
+
+fn pod(name: &str, scheduler: &str, node: Option<&str>, phase: &str) -> Pod {
+    let mut v = json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+        "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": phase}
+    });
+    if let Some(n) = node {
+        v["spec"]["nodeName"] = json!(n);
+    }
+    serde_json::from_value(v).expect("pod")
+}
+
+fn node(name: &str, labels: serde_json::Value) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+    }))
+    .expect("node")
+}
+
+#[test]
+fn unassigned_pods_of_other_schedulers_are_invisible_assigned_ones_count() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_pod(pod("a", "default-scheduler", None, "Pending"));
+    s.upsert_pod(pod("b", "default-scheduler", Some("n1"), "Running"));
+    s.upsert_pod(pod("c", "volcano-rs", None, "Pending"));
+    assert_eq!(s.pod_count(), 2);
+    assert!(s.pod("ns/a").is_none());
+    // The pod gets bound by the other scheduler: now it counts.
+    s.upsert_pod(pod("a", "default-scheduler", Some("n1"), "Running"));
+    assert_eq!(s.pod_count(), 3);
+    s.delete_pod("ns", "a");
+    assert_eq!(s.pod_count(), 2);
+}
+
+#[test]
+fn snapshot_is_isolated_from_later_updates() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_node(node("n1", json!({})));
+    s.upsert_pod(pod("c", "volcano-rs", None, "Pending"));
+    let snap = s.snapshot();
+    s.upsert_pod(pod("d", "volcano-rs", None, "Pending"));
+    s.delete_node("n1");
+    assert_eq!(snap.pod_count(), 1);
+    assert_eq!(snap.nodes_in_order().len(), 1);
+    assert_eq!(s.pod_count(), 2);
+    assert!(s.nodes_in_order().is_empty());
+}
+
+#[test]
+fn node_order_is_first_seen_order_and_survives_updates() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_node(node("zeta", json!({})));
+    s.upsert_node(node("alpha", json!({})));
+    s.upsert_node(node("zeta", json!({"x": "y"})));
+    let names: Vec<&str> = s.nodes_in_order().iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, vec!["zeta", "alpha"]);
+}
+
+#[test]
+fn node_selector_filters_nodes() {
+    let mut s = ClusterState::new(StateOptions {
+        node_selector: vec![("pool".into(), "batch".into())],
+        ..StateOptions::default()
+    });
+    s.upsert_node(node("n1", json!({"pool": "batch"})));
+    s.upsert_node(node("n2", json!({"pool": "web"})));
+    assert_eq!(s.nodes_in_order().len(), 1);
+    // A node that stops matching leaves the state.
+    s.upsert_node(node("n1", json!({"pool": "web"})));
+    assert!(s.nodes_in_order().is_empty());
+}
+
+#[test]
+fn job_priority_falls_back_to_global_default() {
+    let mut s = ClusterState::new(StateOptions::default());
+    let pc = |name: &str, value: i32, global: bool| -> PriorityClass {
+        serde_json::from_value(json!({"metadata": {"name": name}, "value": value, "globalDefault": global}))
+            .expect("pc")
+    };
+    assert_eq!(s.job_priority("high"), 0);
+    s.upsert_priority_class(pc("high", 1000, false));
+    s.upsert_priority_class(pc("normal", 10, true));
+    assert_eq!(s.job_priority("high"), 1000);
+    assert_eq!(s.job_priority("missing"), 10);
+    assert_eq!(s.job_priority(""), 10);
+}

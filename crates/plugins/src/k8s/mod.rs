@@ -1,0 +1,12 @@
+//! Kubernetes scheduling semantics the plugins share: node affinity, taints, host ports,
+//! label selectors, inter-pod affinity, topology spread and the node resource scores, written
+//! against k8s-openapi types to match upstream Kubernetes v1.36.
+
+// pub mod labels; (being written)
+pub mod node_affinity;
+// pub mod pod_affinity; (being written)
+pub mod ports;
+// pub mod resources; (being written)
+pub mod taints;
+// pub mod topology_spread; (being written)
+pub mod unschedulable;

@@ -1,0 +1,193 @@
+//! Times one scheduling session of the default configuration on a synthetic cluster.
+//!
+//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100`
+//!
+//! Prints one JSON line: build time (not part of the session), session open / actions / close
+//! times, pods bound, pods placed per second, and the process's peak resident memory (read
+//! from /proc/self/status; run each size in its own process to compare peaks). `make bench`
+//! runs the standard sizes; `RAYON_NUM_THREADS=1` gives the one-core figure.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use apis::{PodGroup, PodGroupSpec, Queue, QueueSpec};
+use engine::conf::{DEFAULT_SCHEDULER_CONF, KnownNames, parse};
+use engine::framework::{Session, SessionOptions};
+use engine::state::{ClusterState, StateOptions};
+use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, PodStatus, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+struct Args {
+    nodes: usize,
+    pods: usize,
+    jobs: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        nodes: 1000,
+        pods: 10_000,
+        jobs: 100,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let n: usize = value.parse().map_err(|_| format!("{flag}: not a number: {value}"))?;
+        match flag.as_str() {
+            "--nodes" => args.nodes = n,
+            "--pods" => args.pods = n,
+            "--jobs" => args.jobs = n.max(1),
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(args)
+}
+
+fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+        .collect()
+}
+
+fn meta(name: String, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        uid: Some(format!("uid-{name}")),
+        name: Some(name),
+        namespace: namespace.map(str::to_string),
+        ..Default::default()
+    }
+}
+
+fn build_cluster(args: &Args) -> ClusterState {
+    let mut state = ClusterState::new(StateOptions::default());
+    let mut queue = Queue {
+        metadata: meta("default".into(), None),
+        spec: QueueSpec::default(),
+        status: None,
+    };
+    queue.spec.weight = 1;
+    state.upsert_queue(queue);
+    for i in 0..args.nodes {
+        state.upsert_node(Node {
+            metadata: meta(format!("node-{i:05}"), None),
+            status: Some(NodeStatus {
+                allocatable: Some(quantities(&[("cpu", "32"), ("memory", "128Gi"), ("pods", "110")])),
+                capacity: Some(quantities(&[("cpu", "32"), ("memory", "128Gi"), ("pods", "110")])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+    let per_job = args.pods.div_ceil(args.jobs);
+    for j in 0..args.jobs {
+        let name = format!("job-{j:04}");
+        state.upsert_pod_group(PodGroup {
+            metadata: meta(name.clone(), Some("bench")),
+            spec: PodGroupSpec {
+                min_member: per_job as i32,
+                queue: "default".into(),
+                ..Default::default()
+            },
+            status: None,
+        });
+    }
+    for p in 0..args.pods {
+        let job = p / per_job;
+        let mut m = meta(format!("job-{job:04}-task-{p:06}"), Some("bench"));
+        m.annotations = Some(BTreeMap::from([(
+            "scheduling.k8s.io/group-name".to_string(),
+            format!("job-{job:04}"),
+        )]));
+        state.upsert_pod(Pod {
+            metadata: m,
+            spec: Some(PodSpec {
+                scheduler_name: Some("volcano-rs".into()),
+                containers: vec![Container {
+                    name: "main".into(),
+                    resources: Some(ResourceRequirements {
+                        requests: Some(quantities(&[("cpu", "1"), ("memory", "2Gi")])),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: Some(PodStatus {
+                phase: Some("Pending".into()),
+                ..Default::default()
+            }),
+        });
+    }
+    state
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("bench_session: {e}");
+            std::process::exit(2);
+        }
+    };
+    let registry = plugins::registry();
+    let plugin_names = registry.names();
+    let known = KnownNames {
+        actions: engine::actions::KNOWN_ACTIONS,
+        plugins: &plugin_names,
+    };
+    let conf = match parse(DEFAULT_SCHEDULER_CONF, &known) {
+        Ok(p) => Arc::new(p.conf),
+        Err(e) => {
+            eprintln!("bench_session: default configuration refused: {e}");
+            std::process::exit(2);
+        }
+    };
+
+    let t0 = Instant::now();
+    let state = build_cluster(&args);
+    let build = t0.elapsed();
+    let rss_before = peak_rss_kib();
+
+    let start = Instant::now();
+    let snapshot = state.snapshot();
+    let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+    let mut ssn = Session::open(&snapshot, conf, &registry, SessionOptions::default(), now, "bench".into());
+    let opened = start.elapsed();
+    engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
+    let acted = start.elapsed();
+    let decisions = ssn.close();
+    let total = start.elapsed();
+
+    let bound = decisions.binds.len();
+    let secs = total.as_secs_f64();
+    println!(
+        "{{\"nodes\": {}, \"pods\": {}, \"jobs\": {}, \"threads\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.1}, \"actions_ms\": {:.1}, \"close_ms\": {:.1}, \"session_ms\": {:.1}, \"bound\": {}, \"pods_per_sec\": {:.0}, \"rss_before_session_mib\": {:.1}, \"peak_rss_mib\": {:.1}}}",
+        args.nodes,
+        args.pods,
+        args.jobs,
+        rayon::current_num_threads(),
+        build.as_secs_f64() * 1e3,
+        opened.as_secs_f64() * 1e3,
+        (acted - opened).as_secs_f64() * 1e3,
+        (total - acted).as_secs_f64() * 1e3,
+        secs * 1e3,
+        bound,
+        if secs > 0.0 { bound as f64 / secs } else { 0.0 },
+        rss_before.unwrap_or(0) as f64 / 1024.0,
+        peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+    );
+}
