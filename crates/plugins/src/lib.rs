@@ -5,6 +5,17 @@
 
 pub mod k8s;
 // plugin modules (one line each, keep sorted)
+pub mod binpack;
+pub mod conformance;
+pub mod drf;
+pub mod gang;
+pub mod nodeorder;
+pub mod overcommit;
+pub mod predicates;
+pub mod priority;
+pub mod proportion;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 use engine::framework::PluginRegistry;
 
@@ -13,6 +24,15 @@ pub fn registry() -> PluginRegistry {
     #[allow(unused_mut)]
     let mut registry = PluginRegistry::new();
     // registrations (one line each, keep sorted)
+    registry.register(binpack::NAME, binpack::new);
+    registry.register(conformance::NAME, conformance::new);
+    registry.register(drf::NAME, drf::new);
+    registry.register(gang::NAME, gang::new);
+    registry.register(nodeorder::NAME, nodeorder::new);
+    registry.register(overcommit::NAME, overcommit::new);
+    registry.register(predicates::NAME, predicates::new);
+    registry.register(priority::NAME, priority::new);
+    registry.register(proportion::NAME, proportion::new);
     registry
 }
 

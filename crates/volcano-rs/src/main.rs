@@ -1,1 +1,146 @@
-fn main() {}
+//! The `volcano-rs` command.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use k8s_openapi::jiff::Timestamp;
+use volcano_rs::simulate::{self, ConfFile, SimError, SimInput, SimOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "volcano-rs",
+    version,
+    about = "Volcano-compatible Kubernetes batch scheduler"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Schedule an in-memory cluster read from Kubernetes YAML/JSON and report the outcome.
+    ///
+    /// FILEs hold Nodes, Pods, PodGroups, Queues, PriorityClasses, PodDisruptionBudgets,
+    /// ResourceQuotas and Namespaces as `kubectl get -o yaml` prints them (`kind: List`
+    /// included); `-` reads standard input. Sessions run until one changes nothing, at most
+    /// --cycles.
+    Simulate(SimulateArgs),
+}
+
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// Volcano scheduler configuration (`actions:` + `tiers:`); default: Volcano's embedded one.
+    #[arg(long, value_name = "FILE")]
+    scheduler_conf: Option<PathBuf>,
+
+    /// Run at most N sessions (the run ends earlier after a session that changed nothing).
+    #[arg(long, value_name = "N", default_value_t = simulate::DEFAULT_MAX_CYCLES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    cycles: usize,
+
+    /// The clock the sessions see (RFC 3339, e.g. 2026-01-01T00:00:00Z); default: now.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_timestamp)]
+    now: Option<Timestamp>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+
+    /// Pods with this `spec.schedulerName` are scheduled (repeatable) [default: volcano-rs, volcano].
+    #[arg(long = "scheduler-name", value_name = "NAME")]
+    scheduler_names: Vec<String>,
+
+    /// Cluster objects (YAML or JSON); `-` for standard input.
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    match cli.command {
+        Command::Simulate(args) => simulate_command(args),
+    }
+}
+
+fn simulate_command(args: SimulateArgs) -> ExitCode {
+    match run_simulation(&args) {
+        Ok(output) => {
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth reporting.
+            let _ = stdout
+                .write_all(output.as_bytes())
+                .and_then(|()| stdout.flush());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_timestamp(text: &str) -> Result<Timestamp, String> {
+    text.parse::<Timestamp>().map_err(|e| e.to_string())
+}
+
+/// The current time (jiff's own clock is not compiled into k8s-openapi's copy).
+fn wall_clock() -> Timestamp {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
+    Timestamp::new(seconds, 0).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+fn run_simulation(args: &SimulateArgs) -> Result<String, SimError> {
+    let scheduler_conf = match &args.scheduler_conf {
+        Some(path) => {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| SimError::Io {
+                file: name.clone(),
+                message: e.to_string(),
+            })?;
+            Some(ConfFile { name, text })
+        }
+        None => None,
+    };
+    let input = SimInput::from_files(&args.files)?;
+    for warning in &input.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut opts = SimOptions::new(args.now.unwrap_or_else(wall_clock));
+    opts.scheduler_conf = scheduler_conf;
+    opts.max_cycles = args.cycles;
+    if !args.scheduler_names.is_empty() {
+        opts.scheduler_names = args.scheduler_names.clone();
+    }
+    let report = simulate::run(&input, &opts)?;
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut out = match args.format {
+        Format::Text => report.to_text(),
+        Format::Json => report.to_json(),
+    };
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
+}

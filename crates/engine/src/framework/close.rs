@@ -34,6 +34,14 @@ impl Session {
                 });
             }
         }
+        let metrics = std::mem::take(&mut state.job_metrics);
+        for (job, mut m) in metrics {
+            let j = &state.jobs[job.index()];
+            m.namespace = j.namespace.clone();
+            m.name = j.name.clone();
+            m.queue = j.queue_name.clone();
+            state.decisions.job_metrics.insert(j.uid.clone(), m);
+        }
         let mut decisions = std::mem::take(&mut state.decisions);
         decisions.events.append(&mut state.events);
         decisions
@@ -94,9 +102,6 @@ impl Session {
         let not_ready_phase = matches!(status.phase.as_str(), phase::UNKNOWN | phase::PENDING | phase::INQUEUE);
         let job_fit_error = self.state.job_fit_error(job);
         if not_ready_phase {
-            if self.state.job(job).has_pending_tasks() {
-                self.state.decisions.unschedulable_jobs += 1;
-            }
             let j = self.state.job(job);
             if !implicit {
                 let msg = format!(

@@ -104,6 +104,22 @@ pub struct QueueMetrics {
     pub overused: Option<bool>,
 }
 
+/// Per-job figures for the job metrics (`volcano_unschedule_task_count`,
+/// `volcano_job_retry_counts`, `volcano_job_share`), filled by plugins at close.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobMetrics {
+    pub namespace: String,
+    /// PodGroup name (Volcano labels job metrics with it).
+    pub name: String,
+    pub queue: String,
+    /// `minMember − schedulable` for a job that is not ready, 0 for a ready one.
+    pub unschedule_task_count: Option<i32>,
+    /// The job was unready this session (counts one retry).
+    pub retried: bool,
+    /// DRF dominant share.
+    pub share: Option<f64>,
+}
+
 /// Everything a session decided, in decision order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Decisions {
@@ -116,9 +132,13 @@ pub struct Decisions {
     pub events: Vec<Event>,
     /// queue name → figures, for every queue of the session.
     pub queue_metrics: std::collections::BTreeMap<String, QueueMetrics>,
-    /// Tasks left unschedulable at close, and jobs not ready (for metrics).
+    /// job uid (`namespace/name`) → figures, for jobs a plugin reported on.
+    pub job_metrics: std::collections::BTreeMap<String, JobMetrics>,
+    /// Pending tasks left with a `PodScheduled=False` reason at close.
     pub unschedulable_tasks: usize,
-    pub unschedulable_jobs: usize,
+    /// Jobs the gang plugin found not ready (`volcano_unschedule_job_count`); `None` when gang
+    /// did not run.
+    pub unschedulable_jobs: Option<usize>,
     /// Time spent per action and plugin callbacks is measured by the caller; the engine only
     /// reports what it decided.
     pub actions_run: Vec<String>,

@@ -9,9 +9,12 @@ pub mod plugin;
 pub mod session;
 pub mod statement;
 
-pub use decisions::{Decisions, Event, EventType, ObjectRef, QueueMetrics};
+pub use decisions::{Decisions, Event, EventType, JobMetrics, ObjectRef, QueueMetrics};
 pub use dispatch::default_task_less;
 pub use heap::PriorityQueue;
 pub use plugin::{ABSTAIN, ExtensionPoints, PERMIT, Plugin, PluginBuilder, PluginRegistry, REJECT, ValidateResult};
 pub use session::{Session, SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};
+
+#[cfg(test)]
+mod tests;

@@ -65,6 +65,8 @@ pub struct SessionState {
     pub current_action: String,
     /// Filled by fairness plugins at close.
     pub queue_metrics: BTreeMap<QueueId, QueueMetrics>,
+    /// Filled by plugins (gang, drf) for the job metrics.
+    pub job_metrics: BTreeMap<JobId, super::decisions::JobMetrics>,
     /// Events recorded by plugins and actions during the session.
     pub events: Vec<super::decisions::Event>,
     /// What the session decided so far.
@@ -411,6 +413,7 @@ fn build_state(
         options,
         current_action: String::new(),
         queue_metrics: BTreeMap::new(),
+        job_metrics: BTreeMap::new(),
         events: Vec::new(),
         decisions: Decisions::default(),
         last_processed_node_index: 0,

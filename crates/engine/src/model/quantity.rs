@@ -47,6 +47,16 @@ pub fn parse_value(s: &str) -> Result<i128, QuantityError> {
     parse_scaled(s, 0)
 }
 
+/// Whether two quantity strings denote the same amount, as Kubernetes' semantic equality of
+/// `Quantity` values decides (exact comparison; parsed amounts have nano precision). Text that
+/// does not parse is only equal to identical text.
+pub fn semantic_eq(a: &str, b: &str) -> bool {
+    match (parse_scaled(a, 9), parse_scaled(b, 9)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 /// Canonical text of a milli-value quantity (cpu, and every scalar except `pods` when written
 /// back): `1500` → `"1500m"`, `2000` → `"2"`, `3000000` → `"3k"`.
 ///
@@ -146,7 +156,10 @@ struct Parts<'a> {
 }
 
 fn error(input: &str, reason: &'static str) -> QuantityError {
-    QuantityError { input: input.to_owned(), reason }
+    QuantityError {
+        input: input.to_owned(),
+        reason,
+    }
 }
 
 const SUFFIX_CHARS: &[u8] = b"eEinumkKMGTP";
@@ -192,7 +205,12 @@ fn split(s: &str) -> Result<Parts<'_>, &'static str> {
     if digits_from(pos) != end {
         return Err("quantities must match [+-]number[suffix]");
     }
-    Ok(Parts { negative, integer, fraction, suffix: &s[suffix_start..] })
+    Ok(Parts {
+        negative,
+        integer,
+        fraction,
+        suffix: &s[suffix_start..],
+    })
 }
 
 fn interpret(suffix: &str) -> Option<Multiplier> {
@@ -254,8 +272,8 @@ fn parse_scaled(s: &str, scale: u32) -> Result<i128, QuantityError> {
     let cap = u128::from(i64::MAX.unsigned_abs()) * 10u128.pow(scale);
     let len = digits.len() as i64;
     let int_len = len + exp10;
-    let magnitude = if int_len > 25 {
-        // At least 10^25: far beyond the cap.
+    let magnitude = if int_len > 20 + i64::from(scale) {
+        // At least 10^(20 + scale): beyond the cap, and too long for u128 arithmetic.
         cap
     } else if int_len <= 0 {
         // Entirely fractional and non-zero: rounds up to one unit.
@@ -271,9 +289,13 @@ fn parse_scaled(s: &str, scale: u32) -> Result<i128, QuantityError> {
         let has_fraction = digits[kept..].iter().any(|&d| d != 0);
         (int_part + u128::from(has_fraction)).min(cap)
     };
-    // magnitude ≤ cap < 10^22, so it always fits in i128.
+    // magnitude ≤ cap < 10^28 for the scales used here, so it always fits in i128.
     let magnitude = i128::try_from(magnitude).unwrap_or(i128::MAX);
-    Ok(if parts.negative { -magnitude } else { magnitude })
+    Ok(if parts.negative {
+        -magnitude
+    } else {
+        magnitude
+    })
 }
 
 /// Multiplies a big-endian decimal digit string by 2^bits in place.
@@ -412,14 +434,48 @@ mod tests {
     #[test]
     fn malformed_input_is_an_error() {
         for bad in [
-            "", "   ", "abc", "1K", "1ki", "1KiB", "1Gix", "1 Gi", "1.2.3", "--1", "1e", "1e3Gi",
-            "1Ee3", "1mi", "1m5", "Gi1", "1e99999999999999999999", "½", "1,5",
+            "",
+            "   ",
+            "abc",
+            "1K",
+            "1ki",
+            "1KiB",
+            "1Gix",
+            "1 Gi",
+            "1.2.3",
+            "--1",
+            "1e",
+            "1e3Gi",
+            "1Ee3",
+            "1mi",
+            "1m5",
+            "Gi1",
+            "1e99999999999999999999",
+            "½",
+            "1,5",
         ] {
             let err = parse_milli(bad);
             assert!(err.is_err(), "{bad:?} should be rejected, got {err:?}");
         }
         let err = parse_milli("garbage").err();
         assert_eq!(err.map(|e| e.input), Some("garbage".to_owned()));
+    }
+
+    #[test]
+    fn semantic_equality() {
+        assert!(semantic_eq("1", "1000m"));
+        assert!(semantic_eq("1Gi", "1073741824"));
+        assert!(semantic_eq("1k", "1e3"));
+        assert!(semantic_eq("0", "0m"));
+        assert!(!semantic_eq("1", "1001m"));
+        assert!(!semantic_eq("1n", "2n"));
+        assert!(semantic_eq("bad", "bad"));
+        assert!(!semantic_eq("bad", "1"));
+        assert_eq!(
+            parse_scaled("1e40", 9),
+            Ok(i128::from(i64::MAX) * 1_000_000_000)
+        );
+        assert_eq!(parse_scaled("9e18", 9), Ok(9 * 10i128.pow(27)));
     }
 
     #[test]
@@ -471,6 +527,63 @@ mod tests {
             assert_eq!(milli(&format_milli_cpu(v)) as f64, v);
             assert_eq!(value(&format_count(v)) as f64, v);
             assert_eq!(value(&format_bytes(v)) as f64, v);
+        }
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        const SUFFIXES: [(&str, i128); 8] = [
+            ("", 1),
+            ("k", 1_000),
+            ("M", 1_000_000),
+            ("G", 1_000_000_000),
+            ("Ki", 1 << 10),
+            ("Mi", 1 << 20),
+            ("Gi", 1 << 30),
+            ("Ti", 1 << 40),
+        ];
+
+        proptest! {
+            #[test]
+            fn integers_with_suffixes(v in 0i64..8_000_000, idx in 0usize..SUFFIXES.len()) {
+                let (suffix, mult) = SUFFIXES[idx];
+                let text = format!("{v}{suffix}");
+                prop_assert_eq!(parse_value(&text), Ok(i128::from(v) * mult));
+                prop_assert_eq!(parse_milli(&text), Ok(i128::from(v) * mult * 1000));
+                prop_assert_eq!(parse_milli(&format!("-{text}")), Ok(-i128::from(v) * mult * 1000));
+            }
+
+            #[test]
+            fn decimal_fractions_round_up(int in 0u32..100_000, frac in "[0-9]{1,12}") {
+                let den = 10i128.pow(frac.len() as u32);
+                let frac_value: i128 = frac.parse().unwrap_or(0);
+                let num = (i128::from(int) * den + frac_value) * 1000;
+                let expected = (num + den - 1) / den;
+                prop_assert_eq!(parse_milli(&format!("{int}.{frac}")), Ok(expected));
+            }
+
+            #[test]
+            fn milli_strings(v in 0i64..10_000_000_000) {
+                let text = format!("{v}m");
+                prop_assert_eq!(parse_milli(&text), Ok(i128::from(v)));
+                prop_assert_eq!(parse_value(&text), Ok((i128::from(v) + 999) / 1000));
+            }
+
+            #[test]
+            fn formatting_round_trips(v in -(1i64 << 52)..(1i64 << 52)) {
+                let f = v as f64;
+                prop_assert_eq!(parse_milli(&format_milli_cpu(f)), Ok(i128::from(v)));
+                prop_assert_eq!(parse_value(&format_bytes(f)), Ok(i128::from(v)));
+                prop_assert_eq!(parse_value(&format_count(f)), Ok(i128::from(v)));
+            }
+
+            #[test]
+            fn arbitrary_text_never_panics(s in "\\PC{0,24}", t in "[-+.0-9eEinumkKMGTP]{0,12}") {
+                let _ = parse_milli(&s);
+                let _ = parse_value(&t);
+            }
         }
     }
 }

@@ -50,7 +50,9 @@ impl QueueSpec {
         let non_empty = |l: &apis::ResourceList| (!l.is_empty()).then(|| Resource::from_list(l));
         QueueSpec {
             name: q.metadata.name.clone().unwrap_or_default(),
-            weight: spec.weight,
+            // The CRD defaults and validates weight ≥ 1; an object that skipped the API server
+            // (simulator input without `weight`) gets the same default.
+            weight: if spec.weight <= 0 { 1 } else { spec.weight },
             capability: non_empty(&spec.capability),
             deserved: non_empty(&spec.deserved),
             guarantee: non_empty(&spec.guarantee.resource),

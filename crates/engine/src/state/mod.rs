@@ -44,6 +44,20 @@ impl Default for StateOptions {
 pub struct PriorityClassInfo {
     pub value: i32,
     pub global_default: bool,
+    pub object: Arc<PriorityClass>,
+}
+
+/// Every object the state holds, as last observed (for dumps in the simulator's input format).
+#[derive(Clone, Debug, Default)]
+pub struct ObservedObjects {
+    pub namespaces: Vec<Arc<Namespace>>,
+    pub priority_classes: Vec<Arc<PriorityClass>>,
+    pub queues: Vec<Arc<Queue>>,
+    pub nodes: Vec<Arc<Node>>,
+    pub pod_groups: Vec<Arc<PodGroup>>,
+    pub pods: Vec<Arc<Pod>>,
+    pub pdbs: Vec<Arc<PodDisruptionBudget>>,
+    pub resource_quotas: Vec<Arc<ResourceQuota>>,
 }
 
 /// A node with the order in which it was first seen (Volcano's node list order).
@@ -65,6 +79,9 @@ pub struct ClusterState {
     pdbs: Arc<BTreeMap<String, Arc<PodDisruptionBudget>>>,
     quotas: Arc<BTreeMap<String, Arc<ResourceQuota>>>,
     namespaces: Arc<BTreeMap<String, Arc<Namespace>>>,
+    /// Pods we decided to bind whose binding the API server has not shown yet: key → the pod
+    /// as last observed (what a failed bind rolls back to).
+    assumed: Arc<BTreeMap<String, Arc<Pod>>>,
     next_node_seq: u64,
 }
 
@@ -112,9 +129,30 @@ impl ClusterState {
     // ---- pods -------------------------------------------------------------------------------
 
     /// Adds or replaces a pod. Pods of other schedulers are kept only when they are assigned
-    /// to a node (they occupy it); unassigned ones are invisible to us (§7.1).
-    pub fn upsert_pod(&mut self, pod: Pod) {
+    /// to a node (they occupy it); unassigned ones are invisible to us (§7.1). Returns true when
+    /// the pod is pending work of ours (the daemon uses it to start a session early).
+    ///
+    /// While a bind of ours is assumed, an update that still shows no node is remembered but
+    /// does not undo the assumption (Volcano ignores it the same way, §7.5); an update that
+    /// shows a node confirms it.
+    pub fn upsert_pod(&mut self, pod: Pod) -> bool {
         let key = ns_key(pod.metadata.namespace.as_ref(), pod.metadata.name.as_ref());
+        let assigned = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
+        if self.assumed.contains_key(&key) {
+            if !assigned && pod.metadata.deletion_timestamp.is_none() {
+                Arc::make_mut(&mut self.assumed).insert(key, Arc::new(pod));
+                return false;
+            }
+            Arc::make_mut(&mut self.assumed).remove(&key);
+        }
+        self.insert_pod(key, pod)
+    }
+
+    fn insert_pod(&mut self, key: String, pod: Pod) -> bool {
         let ours = self.is_ours(&pod);
         let assigned = pod
             .spec
@@ -125,14 +163,43 @@ impl ClusterState {
             if self.pods.contains_key(&key) {
                 Arc::make_mut(&mut self.pods).remove(&key);
             }
-            return;
+            return false;
         }
         let spec = TaskSpec::from_pod(Arc::new(pod), ours, self.default_queue());
+        let pending = ours && spec.status == crate::model::TaskStatus::Pending;
         Arc::make_mut(&mut self.pods).insert(key, Arc::new(spec));
+        pending
+    }
+
+    /// Marks a decided bind as done in the state at once, so the next session cannot reuse
+    /// the capacity. Returns false when the pod is gone.
+    pub fn assume_bind(&mut self, key: &str, node: &str) -> bool {
+        let Some(spec) = self.pods.get(key) else { return false };
+        let observed = spec.pod.clone();
+        let mut pod = (*observed).clone();
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        Arc::make_mut(&mut self.assumed).insert(key.to_string(), observed);
+        self.insert_pod(key.to_string(), pod);
+        true
+    }
+
+    /// A bind failed: the pod returns to what the API server last showed (normally pending).
+    pub fn rollback_bind(&mut self, key: &str) {
+        if let Some(observed) = Arc::make_mut(&mut self.assumed).remove(key) {
+            self.insert_pod(key.to_string(), (*observed).clone());
+        }
+    }
+
+    /// Pods whose bind is assumed but not yet observed.
+    pub fn assumed_count(&self) -> usize {
+        self.assumed.len()
     }
 
     pub fn delete_pod(&mut self, namespace: &str, name: &str) {
         let key = format!("{namespace}/{name}");
+        if self.assumed.contains_key(&key) {
+            Arc::make_mut(&mut self.assumed).remove(&key);
+        }
         if self.pods.contains_key(&key) {
             Arc::make_mut(&mut self.pods).remove(&key);
         }
@@ -245,6 +312,7 @@ impl ClusterState {
         let info = PriorityClassInfo {
             value: pc.value.unwrap_or(0),
             global_default: pc.global_default.unwrap_or(false),
+            object: Arc::new(pc),
         };
         Arc::make_mut(&mut self.priority_classes).insert(name, info);
     }
@@ -316,6 +384,25 @@ impl ClusterState {
 
     pub fn namespace(&self, name: &str) -> Option<&Arc<Namespace>> {
         self.namespaces.get(name)
+    }
+
+    /// Every object as last observed from the API server (assumed binds show the observed,
+    /// unbound pod).
+    pub fn observed_objects(&self) -> ObservedObjects {
+        ObservedObjects {
+            namespaces: self.namespaces.values().cloned().collect(),
+            priority_classes: self.priority_classes.values().map(|p| p.object.clone()).collect(),
+            queues: self.queues.values().map(|q| q.queue.clone()).collect(),
+            nodes: self.nodes_in_order().into_iter().map(|n| n.node.clone()).collect(),
+            pod_groups: self.pod_groups.values().cloned().collect(),
+            pods: self
+                .pods
+                .iter()
+                .map(|(k, p)| self.assumed.get(k).cloned().unwrap_or_else(|| p.pod.clone()))
+                .collect(),
+            pdbs: self.pdbs.values().cloned().collect(),
+            resource_quotas: self.quotas.values().cloned().collect(),
+        }
     }
 }
 

@@ -88,3 +88,27 @@ fn job_priority_falls_back_to_global_default() {
     assert_eq!(s.job_priority("missing"), 10);
     assert_eq!(s.job_priority(""), 10);
 }
+
+#[test]
+fn assumed_bind_survives_stale_updates_and_rolls_back() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_node(node("n1", json!({})));
+    assert!(s.upsert_pod(pod("c", "volcano-rs", None, "Pending")));
+    assert!(s.assume_bind("ns/c", "n1"));
+    assert_eq!(s.pod("ns/c").and_then(|p| p.node_name.as_deref()), Some("n1"));
+    // A stale update (still unbound) does not undo the assumption.
+    assert!(!s.upsert_pod(pod("c", "volcano-rs", None, "Pending")));
+    assert_eq!(s.pod("ns/c").and_then(|p| p.node_name.as_deref()), Some("n1"));
+    assert_eq!(s.assumed_count(), 1);
+    // The bind fails: back to pending.
+    s.rollback_bind("ns/c");
+    assert_eq!(s.pod("ns/c").and_then(|p| p.node_name.as_deref()), None);
+    assert_eq!(s.assumed_count(), 0);
+    // Assume again, then the API server shows the binding: confirmed.
+    assert!(s.assume_bind("ns/c", "n1"));
+    s.upsert_pod(pod("c", "volcano-rs", Some("n1"), "Running"));
+    assert_eq!(s.assumed_count(), 0);
+    assert_eq!(s.pod("ns/c").map(|p| p.status), Some(crate::model::TaskStatus::Running));
+    // The dump shows the observed objects.
+    assert_eq!(s.observed_objects().pods.len(), 1);
+}

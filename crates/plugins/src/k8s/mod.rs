@@ -2,11 +2,11 @@
 //! label selectors, inter-pod affinity, topology spread and the node resource scores, written
 //! against k8s-openapi types to match upstream Kubernetes v1.36.
 
-// pub mod labels; (being written)
+pub mod labels;
 pub mod node_affinity;
-// pub mod pod_affinity; (being written)
+pub mod pod_affinity;
 pub mod ports;
-// pub mod resources; (being written)
+pub mod resources;
 pub mod taints;
-// pub mod topology_spread; (being written)
+pub mod topology_spread;
 pub mod unschedulable;

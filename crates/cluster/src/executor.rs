@@ -1,0 +1,370 @@
+//! The executor: a session's decisions become API calls (spec/kubernetes.md §7).
+//!
+//! * Binds go through `pods/{name}/binding` with bounded concurrency (`--bind-workers`).
+//!   Before anything is sent, every decided bind is *assumed* in the shared state, so the next
+//!   session cannot reuse the capacity; a failed bind rolls the assumption back, the pod returns
+//!   to pending, and its `PodScheduled` condition and a `FailedScheduling` event say why.
+//! * Evictions as Volcano does them: a `Evict` event, `Ready=False`/`DisruptionTarget=True`
+//!   conditions, then a delete with the pod's own grace period.
+//! * PodGroup status, pod `PodScheduled=False` conditions and Queue `status` are written only
+//!   when the session found them changed (the session compares against what it observed).
+//! * Every call waits for the client-side rate limiter (`--kube-api-qps`/`--kube-api-burst`);
+//!   idempotent writes are retried with backoff on transient errors.
+//! * Identical events are published at most once per [`EVENT_REPEAT_INTERVAL`] per object, so
+//!   an unschedulable job does not cost an API write every cycle.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use apis::{PodGroup, Queue};
+use engine::framework::{Decisions, Event as SchedEvent, EventType, ObjectRef};
+use engine::framework::decisions::{Bind, Eviction, PodConditionUpdate, PodGroupStatusUpdate, QueueAllocation};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
+use kube::{Api, Client};
+use serde_json::json;
+
+use crate::metrics::Metrics;
+use crate::ratelimit::RateLimiter;
+use crate::shared::Shared;
+
+/// How often an identical event (same object, reason and message) may be published again.
+pub const EVENT_REPEAT_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Attempts for idempotent writes before giving up until the next cycle.
+const WRITE_ATTEMPTS: u32 = 3;
+
+pub struct ExecutorConfig {
+    pub bind_workers: usize,
+    /// Written into eviction messages and as the events' reporting controller.
+    pub scheduler_name: String,
+    /// Reporting instance of events (pod name or identity).
+    pub instance: String,
+}
+
+/// Executes decisions against the API server.
+pub struct Executor {
+    client: Client,
+    shared: Arc<Shared>,
+    limiter: Arc<RateLimiter>,
+    metrics: Arc<Metrics>,
+    recorder: Recorder,
+    cfg: ExecutorConfig,
+    recent_events: Mutex<HashMap<(String, String, String), Instant>>,
+}
+
+fn is_transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
+impl Executor {
+    pub fn new(client: Client, shared: Arc<Shared>, limiter: Arc<RateLimiter>, metrics: Arc<Metrics>, cfg: ExecutorConfig) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: cfg.scheduler_name.clone(),
+                instance: Some(cfg.instance.clone()),
+            },
+        );
+        Executor {
+            client,
+            shared,
+            limiter,
+            metrics,
+            recorder,
+            cfg,
+            recent_events: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Marks every decided bind as done in the shared state. Call it right after the session
+    /// closes, before the next session can take a snapshot.
+    pub fn assume(&self, decisions: &Decisions) {
+        let mut state = self.shared.lock();
+        for b in &decisions.binds {
+            if !state.assume_bind(&b.pod, &b.node) {
+                tracing::debug!(pod = %b.pod, "pod gone before its bind was assumed");
+            }
+        }
+    }
+
+    /// Performs every write the decisions call for. Returns when all calls finished.
+    pub async fn execute(&self, decisions: Decisions) {
+        let workers = self.cfg.bind_workers.max(1);
+        let binds = futures::stream::iter(decisions.binds.iter()).for_each_concurrent(workers, |b| self.bind(b));
+        let statuses = futures::stream::iter(decisions.pod_group_statuses.iter())
+            .for_each_concurrent(workers, |u| self.write_pod_group_status(u));
+        let conditions = futures::stream::iter(decisions.pod_conditions.iter())
+            .for_each_concurrent(workers, |c| self.write_pod_condition(c));
+        let queues = futures::stream::iter(decisions.queue_allocations.iter())
+            .for_each_concurrent(workers, |q| self.write_queue_status(q));
+        let evictions = futures::stream::iter(decisions.evictions.iter()).for_each_concurrent(workers, |e| self.evict(e));
+        futures::join!(binds, statuses, conditions, queues, evictions);
+        for ev in &decisions.events {
+            self.publish(ev).await;
+        }
+    }
+
+    async fn call<T, F, Fut>(&self, what: &str, idempotent: bool, f: F) -> Result<T, kube::Error>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        let mut delay = Duration::from_millis(100);
+        let mut attempt = 1;
+        loop {
+            self.limiter.acquire().await;
+            match f().await {
+                Ok(v) => return Ok(v),
+                Err(e) if idempotent && attempt < WRITE_ATTEMPTS && is_transient(&e) => {
+                    tracing::debug!(what, error = %e, attempt, "transient API error; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn pods(&self, namespace: &str) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    async fn bind(&self, b: &Bind) {
+        let Some((ns, name)) = b.pod.split_once('/') else { return };
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(ns.to_string()),
+                uid: (!b.pod_uid.is_empty()).then(|| b.pod_uid.clone()),
+                ..Default::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(b.node.clone()),
+                ..Default::default()
+            },
+        };
+        let pods = self.pods(ns);
+        let started = Instant::now();
+        let pp = PostParams::default();
+        let result: Result<serde_json::Value, _> = self
+            .call("bind", false, || pods.create_subresource("binding", name, &pp, &binding))
+            .await;
+        match result {
+            Ok(_) => {
+                let since_creation = self.pod_age(&b.pod);
+                self.metrics.pod_bound(started.elapsed(), since_creation);
+                self.publish(&SchedEvent {
+                    object: pod_ref(ns, name, &b.pod_uid),
+                    type_: EventType::Normal,
+                    reason: "Scheduled".into(),
+                    message: format!("Successfully assigned {ns}/{name} to {}", b.node),
+                })
+                .await;
+            }
+            Err(e) => {
+                tracing::warn!(pod = %b.pod, node = %b.node, error = %e, "bind failed; rolled back");
+                self.metrics.bind_failed();
+                self.shared.lock().rollback_bind(&b.pod);
+                let cond = PodConditionUpdate {
+                    pod: b.pod.clone(),
+                    reason: "SchedulerError".into(),
+                    message: format!("failed to bind to node {}: {e}", b.node),
+                    nominated_node: None,
+                };
+                self.write_pod_condition(&cond).await;
+            }
+        }
+    }
+
+    fn pod_age(&self, key: &str) -> Option<Duration> {
+        let state = self.shared.lock();
+        let created = state.pod(key)?.creation?;
+        let age = Timestamp::now().duration_since(created);
+        Duration::try_from(age).ok()
+    }
+
+    async fn write_pod_condition(&self, c: &PodConditionUpdate) {
+        let Some((ns, name)) = c.pod.split_once('/') else { return };
+        // Keep the transition time when the condition was already False.
+        let (was_false, uid) = {
+            let state = self.shared.lock();
+            let spec = state.pod(&c.pod);
+            (
+                spec.and_then(|s| s.pod_scheduled_condition()).is_some_and(|(s, _, _)| s == "False"),
+                spec.map(|s| s.uid.clone()).unwrap_or_default(),
+            )
+        };
+        let mut cond = json!({"type": "PodScheduled", "status": "False", "reason": c.reason, "message": c.message});
+        if !was_false {
+            cond["lastTransitionTime"] = json!(Time(Timestamp::now()));
+        }
+        let mut status = json!({"conditions": [cond]});
+        if let Some(n) = &c.nominated_node {
+            status["nominatedNodeName"] = json!(n);
+        }
+        let patch = json!({"status": status});
+        let pods = self.pods(ns);
+        let (pp, patch) = (PatchParams::default(), Patch::Strategic(&patch));
+        let result = self.call("pod status", true, || pods.patch_status(name, &pp, &patch)).await;
+        match result {
+            Ok(_) => {
+                self.publish(&SchedEvent {
+                    object: pod_ref(ns, name, &uid),
+                    type_: EventType::Warning,
+                    reason: "FailedScheduling".into(),
+                    message: c.message.clone(),
+                })
+                .await
+            }
+            Err(e) => tracing::warn!(pod = %c.pod, error = %e, "pod condition not written; retried next cycle"),
+        }
+    }
+
+    async fn write_pod_group_status(&self, u: &PodGroupStatusUpdate) {
+        let Some((ns, name)) = u.pod_group.split_once('/') else { return };
+        let status = engine::framework::session::job_status_to_api(&u.status);
+        let patch = json!({"status": status});
+        let api: Api<PodGroup> = Api::namespaced(self.client.clone(), ns);
+        let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        let result = self.call("podgroup status", true, || api.patch(name, &pp, &patch)).await;
+        if let Err(e) = result {
+            tracing::warn!(pod_group = %u.pod_group, error = %e, "PodGroup status not written; retried next cycle");
+        }
+    }
+
+    async fn write_queue_status(&self, q: &QueueAllocation) {
+        let api: Api<Queue> = Api::all(self.client.clone());
+        let mut status = json!({"allocated": q.allocated.to_resource_list()});
+        // Standalone (no Volcano queue controller): a Queue without a state is Open.
+        let unset_state = self
+            .shared
+            .lock()
+            .queue(&q.queue)
+            .is_some_and(|s| s.queue.status.as_ref().is_none_or(|st| st.state.is_empty()));
+        if unset_state {
+            status["state"] = json!(apis::queue_state::OPEN);
+        }
+        let patch = json!({"status": status});
+        let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        let result = self.call("queue status", true, || api.patch_status(&q.queue, &pp, &patch)).await;
+        if let Err(e) = result {
+            tracing::warn!(queue = %q.queue, error = %e, "Queue status not written; retried next cycle");
+        }
+    }
+
+    async fn evict(&self, e: &Eviction) {
+        let Some((ns, name)) = e.pod.split_once('/') else { return };
+        let message = format!("Pod is evicted, because of {}", e.reason);
+        self.publish(&SchedEvent {
+            object: pod_ref(ns, name, &e.pod_uid),
+            type_: EventType::Warning,
+            reason: "Evict".into(),
+            message: message.clone(),
+        })
+        .await;
+        let now = Time(Timestamp::now());
+        let patch = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "False", "reason": "Evict", "message": message, "lastTransitionTime": now},
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+             "message": format!("{}: preempting to accommodate a higher priority pod", self.cfg.scheduler_name),
+             "lastTransitionTime": now}
+        ]}});
+        let pods = self.pods(ns);
+        let (pp, patch) = (PatchParams::default(), Patch::Strategic(&patch));
+        if let Err(err) = self.call("evict status", true, || pods.patch_status(name, &pp, &patch)).await {
+            tracing::warn!(pod = %e.pod, error = %err, "eviction conditions not written");
+        }
+        let dp = DeleteParams::default();
+        match self.call("evict delete", true, || pods.delete(name, &dp)).await {
+            Ok(_) => self.metrics.evictions(&e.action, 1),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) => tracing::warn!(pod = %e.pod, error = %err, "eviction delete failed; decided again next cycle"),
+        }
+    }
+
+    /// Publishes an event unless the identical one was published recently.
+    pub async fn publish(&self, ev: &SchedEvent) {
+        let key = (
+            format!("{}/{}/{}", ev.object.kind, ev.object.namespace.as_deref().unwrap_or(""), ev.object.name),
+            ev.reason.clone(),
+            ev.message.clone(),
+        );
+        {
+            let mut recent = self.recent_events.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            if recent.get(&key).is_some_and(|t| now.duration_since(*t) < EVENT_REPEAT_INTERVAL) {
+                return;
+            }
+            recent.insert(key, now);
+            if recent.len() > 50_000 {
+                recent.retain(|_, t| now.duration_since(*t) < EVENT_REPEAT_INTERVAL);
+            }
+        }
+        let reference = object_reference(&ev.object);
+        let kube_event = KubeEvent {
+            type_: match ev.type_ {
+                EventType::Normal => KubeEventType::Normal,
+                EventType::Warning => KubeEventType::Warning,
+            },
+            reason: ev.reason.clone(),
+            note: Some(truncate(&ev.message, 1000)),
+            action: "Scheduling".into(),
+            secondary: None,
+        };
+        self.limiter.acquire().await;
+        if let Err(e) = self.recorder.publish(&kube_event, &reference).await {
+            tracing::debug!(error = %e, reason = %ev.reason, "event not published");
+        }
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn pod_ref(ns: &str, name: &str, uid: &str) -> ObjectRef {
+    ObjectRef {
+        kind: "Pod",
+        namespace: Some(ns.to_string()),
+        name: name.to_string(),
+        uid: uid.to_string(),
+    }
+}
+
+fn object_reference(o: &ObjectRef) -> ObjectReference {
+    let api_version = match o.kind {
+        "PodGroup" | "Queue" => apis::API_VERSION,
+        _ => "v1",
+    };
+    ObjectReference {
+        api_version: Some(api_version.to_string()),
+        kind: Some(o.kind.to_string()),
+        name: Some(o.name.clone()),
+        namespace: o.namespace.clone(),
+        uid: (!o.uid.is_empty()).then(|| o.uid.clone()),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1150 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease (spec `kubernetes.md` §8, flags §2.2).
+//!
+//! Every replica keeps its cluster state warm; only the replica holding the Lease runs sessions
+//! and writes. The protocol is client-go's `leaderelection` one:
+//!
+//! * a candidate takes the Lease when it does not exist (create), has no holder, is already its
+//!   own, or has expired (`renewTime + leaseDurationSeconds < now`), and only takes it over with a
+//!   conditional write (the `resourceVersion` it read), so of two candidates one gets `409
+//!   Conflict` and loses the race;
+//! * the leader renews every retry period; a takeover increments `leaseTransitions` and resets
+//!   `acquireTime`, a renewal keeps both;
+//! * candidates retry every retry period, jittered by up to 120 % as client-go does, so replicas
+//!   that started together do not keep colliding.
+//!
+//! Where this implementation differs, on purpose:
+//!
+//! * Expiry is judged from the Lease's `renewTime` against this replica's wall clock (client-go
+//!   times its own observations instead). Replica clocks must agree to well within
+//!   `lease duration − renew deadline` (5 s with the defaults), which NTP gives.
+//! * The renew deadline counts from the start of the last renewal that succeeded, and a Lease
+//!   found held by another identity ends leadership at once (client-go keeps acting until the
+//!   deadline of the current renewal round). Leadership therefore ends at most `renew deadline`
+//!   after the `renewTime` other replicas see, which leaves them the rest of the lease duration
+//!   as a safety margin.
+//! * Losing leadership sends the replica back to campaigning, and on shutdown the leader
+//!   releases the Lease (no holder, `leaseDurationSeconds: 1`) so that another replica takes over
+//!   at once; Volcano exits on loss and never releases.
+
+use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
+use std::pin::pin;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, PostParams};
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep, timeout, timeout_at};
+use tracing::{debug, error, info, warn};
+
+/// Volcano's `--leader-elect-lease-duration` default (§2.2).
+pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
+/// Volcano's `--leader-elect-renew-deadline` default.
+pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// Volcano's `--leader-elect-retry-period` default.
+pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
+
+/// Where the Lease lives, who we are, and the election timings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderConfig {
+    pub namespace: String,
+    pub name: String,
+    /// Written as `holderIdentity`; must be unique per replica (see [`default_identity`]).
+    pub identity: String,
+    /// How long a Lease stays valid after its last renewal. Written in whole seconds.
+    pub lease_duration: Duration,
+    /// How long the leader keeps leading without a successful renewal.
+    pub renew_deadline: Duration,
+    /// Pause between attempts, both for candidates and for the leader's renewals.
+    pub retry_period: Duration,
+}
+
+impl LeaderConfig {
+    /// A configuration with Volcano's default timings (15 s / 10 s / 2 s).
+    pub fn new(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> Self {
+        LeaderConfig {
+            namespace: namespace.into(),
+            name: name.into(),
+            identity: identity.into(),
+            lease_duration: DEFAULT_LEASE_DURATION,
+            renew_deadline: DEFAULT_RENEW_DEADLINE,
+            retry_period: DEFAULT_RETRY_PERIOD,
+        }
+    }
+
+    /// Checks what component-base and client-go's elector insist on: positive durations,
+    /// lease duration > renew deadline > 1.2 × retry period, and non-empty names. Every
+    /// problem found is listed, separated by `; `.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        for (flag, value) in [
+            ("namespace", &self.namespace),
+            ("name", &self.name),
+            ("identity", &self.identity),
+        ] {
+            if value.trim().is_empty() {
+                problems.push(format!("the lease {flag} must not be empty"));
+            }
+        }
+        let durations = [
+            ("lease duration", self.lease_duration),
+            ("renew deadline", self.renew_deadline),
+            ("retry period", self.retry_period),
+        ];
+        for (what, value) in durations {
+            if value.is_zero() {
+                problems.push(format!("the {what} must be greater than zero"));
+            }
+        }
+        // leaseDurationSeconds is a whole number of seconds in an int32.
+        if !self.lease_duration.is_zero() && self.lease_duration < Duration::from_secs(1) {
+            problems.push(format!(
+                "the lease duration ({:?}) must be at least 1s",
+                self.lease_duration
+            ));
+        }
+        if self.lease_duration.as_secs() > i32::MAX as u64 {
+            problems.push(format!(
+                "the lease duration ({:?}) is too long",
+                self.lease_duration
+            ));
+        }
+        if self.lease_duration <= self.renew_deadline {
+            problems.push(format!(
+                "the lease duration ({:?}) must be greater than the renew deadline ({:?})",
+                self.lease_duration, self.renew_deadline
+            ));
+        }
+        // renew > 1.2 × retry, in integer nanoseconds: 5 × renew > 6 × retry.
+        if 5 * self.renew_deadline.as_nanos() <= 6 * self.retry_period.as_nanos() {
+            problems.push(format!(
+                "the renew deadline ({:?}) must be greater than 1.2 × the retry period ({:?})",
+                self.renew_deadline, self.retry_period
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    fn lease_seconds(&self) -> i32 {
+        i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX)
+    }
+}
+
+/// `<hostname>_<random hex>`, unique per process, as client-go's `<hostname>_<uuid>`.
+pub fn default_identity() -> String {
+    format!("{}_{}", hostname(), random_hex())
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| "volcano-rs".to_owned())
+}
+
+fn random_hex() -> String {
+    let from_kernel = std::fs::read_to_string("/proc/sys/kernel/random/uuid")
+        .ok()
+        .map(|uuid| {
+            uuid.chars()
+                .filter(char::is_ascii_hexdigit)
+                .collect::<String>()
+        })
+        .filter(|hex| hex.len() == 32);
+    from_kernel.unwrap_or_else(|| {
+        // `RandomState` is seeded randomly per process; mixing in the pid and the time makes the
+        // result differ even where that seed is weak.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let seed = (std::process::id(), nanos);
+        let state = RandomState::new();
+        format!(
+            "{:016x}{:016x}",
+            state.hash_one((seed, 0u8)),
+            state.hash_one((seed, 1u8))
+        )
+    })
+}
+
+/// Campaigns until `shutdown`; publishes leadership on `leader` (true while we hold the Lease).
+///
+/// Acquires the Lease when it is missing, free, expired or already ours; renews it every retry
+/// period; if no renewal has succeeded for the renew deadline, publishes `false` at once, stops
+/// writing and campaigns again. API errors are logged and retried at the retry period. On
+/// shutdown a leader releases the Lease, so that another replica takes over at once, and then
+/// publishes `false`.
+///
+/// The configuration should have passed [`LeaderConfig::validate`]; an invalid one is logged and
+/// `run` returns without campaigning.
+pub async fn run(
+    client: kube::Client,
+    cfg: LeaderConfig,
+    leader: watch::Sender<bool>,
+    shutdown: impl Future<Output = ()>,
+) {
+    run_with_clock(client, cfg, leader, shutdown, Clock::SYSTEM).await;
+}
+
+async fn run_with_clock(
+    client: kube::Client,
+    cfg: LeaderConfig,
+    leader: watch::Sender<bool>,
+    shutdown: impl Future<Output = ()>,
+    clock: Clock,
+) {
+    publish(&leader, false);
+    if let Err(problem) = cfg.validate() {
+        error!(lease = %cfg.name, "invalid leader election configuration, not campaigning: {problem}");
+        return;
+    }
+    let mut elector = Elector::new(client, cfg, clock);
+    let mut shutdown = pin!(shutdown);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return,
+            () = elector.campaign() => {}
+        }
+        info!(
+            lease = %elector.lease_name(),
+            identity = %elector.cfg.identity,
+            "acquired the lease, now leading"
+        );
+        publish(&leader, true);
+
+        let lost = tokio::select! {
+            biased;
+            () = &mut shutdown => false,
+            () = elector.lead() => true,
+        };
+        if lost {
+            // `lead` returns only once writing must stop, so say so before anything else.
+            publish(&leader, false);
+            warn!(lease = %elector.lease_name(), "lost leadership, campaigning again");
+            continue;
+        }
+
+        match timeout(elector.cfg.renew_deadline, elector.release()).await {
+            Ok(Ok(())) => info!(lease = %elector.lease_name(), "released the lease"),
+            Ok(Err(e)) => warn!(
+                lease = %elector.lease_name(),
+                "could not release the lease, it will expire instead: {e}"
+            ),
+            Err(_) => warn!(
+                lease = %elector.lease_name(),
+                "timed out releasing the lease, it will expire instead"
+            ),
+        }
+        publish(&leader, false);
+        return;
+    }
+}
+
+/// Sets the value and wakes receivers only when it changes; never fails for lack of receivers.
+fn publish(leader: &watch::Sender<bool>, value: bool) {
+    leader.send_if_modified(|current| {
+        let changed = *current != value;
+        *current = value;
+        changed
+    });
+}
+
+/// The source of the wall-clock times written into, and compared with, the Lease.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    /// `None`: the system clock. Tests anchor a wall time to tokio's (pausable) clock so that
+    /// expiry follows virtual time.
+    anchor: Option<(Timestamp, Instant)>,
+}
+
+impl Clock {
+    const SYSTEM: Clock = Clock { anchor: None };
+
+    fn now(&self) -> Timestamp {
+        match self.anchor {
+            None => Timestamp::now(),
+            Some((wall, at)) => {
+                let elapsed = SignedDuration::try_from(at.elapsed()).unwrap_or(SignedDuration::MAX);
+                wall.checked_add(elapsed).unwrap_or(Timestamp::MAX)
+            }
+        }
+    }
+}
+
+/// Outcome of one successful round trip to the API server.
+#[derive(Debug, PartialEq, Eq)]
+enum Attempt {
+    /// We hold the Lease (created, taken over or renewed).
+    Holding,
+    /// Another identity holds an unexpired Lease.
+    HeldBy(String),
+}
+
+struct Elector {
+    api: Api<Lease>,
+    cfg: LeaderConfig,
+    clock: Clock,
+    /// The Lease as last read or written; its `resourceVersion` makes our next write
+    /// conditional, so a concurrent writer turns it into a `409 Conflict`.
+    observed: Option<Lease>,
+    /// Start of the last attempt that left us holding the Lease; the renew deadline counts
+    /// from here (the `renewTime` written then is no later than this instant).
+    renewed_at: Instant,
+    /// The holder last logged while campaigning, so that each change is logged once.
+    reported_holder: Option<String>,
+}
+
+impl Elector {
+    fn new(client: kube::Client, cfg: LeaderConfig, clock: Clock) -> Self {
+        Elector {
+            api: Api::namespaced(client, &cfg.namespace),
+            cfg,
+            clock,
+            observed: None,
+            renewed_at: Instant::now(),
+            reported_holder: None,
+        }
+    }
+
+    fn lease_name(&self) -> String {
+        format!("{}/{}", self.cfg.namespace, self.cfg.name)
+    }
+
+    /// Tries immediately, then every jittered retry period, until we hold the Lease.
+    async fn campaign(&mut self) {
+        loop {
+            let started = Instant::now();
+            // A hung request must not stall the campaign: each attempt is bounded.
+            match timeout(self.cfg.renew_deadline, self.try_acquire_or_renew(false)).await {
+                Ok(Ok(Attempt::Holding)) => {
+                    self.renewed_at = started;
+                    self.reported_holder = None;
+                    return;
+                }
+                Ok(Ok(Attempt::HeldBy(holder))) => {
+                    if self.reported_holder.as_ref() != Some(&holder) {
+                        info!(lease = %self.lease_name(), %holder, "the lease is held by another replica, waiting");
+                        self.reported_holder = Some(holder);
+                    }
+                }
+                Ok(Err(e)) if is_conflict(&e) => {
+                    debug!(lease = %self.lease_name(), "another replica wrote the lease first: {e}");
+                }
+                Ok(Err(e)) => warn!(lease = %self.lease_name(), "cannot acquire the lease: {e}"),
+                Err(_) => warn!(lease = %self.lease_name(), "acquiring the lease timed out"),
+            }
+            sleep(jittered(self.cfg.retry_period)).await;
+        }
+    }
+
+    /// Renews every retry period; returns when leadership is lost.
+    async fn lead(&mut self) {
+        loop {
+            sleep(self.cfg.retry_period).await;
+            let deadline = self.renewed_at + self.cfg.renew_deadline;
+            match timeout_at(deadline, self.renew_round()).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(_) => {
+                    warn!(
+                        lease = %self.lease_name(),
+                        "no renewal succeeded within the renew deadline ({:?})",
+                        self.cfg.renew_deadline
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Retries a renewal every retry period until it succeeds (true) or the Lease turns out to
+    /// be held by someone else (false). The caller bounds it by the renew deadline.
+    async fn renew_round(&mut self) -> bool {
+        loop {
+            let started = Instant::now();
+            match self.try_acquire_or_renew(true).await {
+                Ok(Attempt::Holding) => {
+                    self.renewed_at = started;
+                    return true;
+                }
+                Ok(Attempt::HeldBy(holder)) => {
+                    warn!(lease = %self.lease_name(), %holder, "the lease was taken over");
+                    return false;
+                }
+                Err(e) => warn!(lease = %self.lease_name(), "cannot renew the lease: {e}"),
+            }
+            sleep(self.cfg.retry_period).await;
+        }
+    }
+
+    /// One client-go `tryAcquireOrRenew`.
+    async fn try_acquire_or_renew(&mut self, leading: bool) -> Result<Attempt, kube::Error> {
+        let now = self.clock.now();
+
+        // Fast path: the leader writes over the Lease it last saw without reading it first.
+        if leading
+            && let Some(lease) = self.observed.clone()
+            && holder(&lease) == self.cfg.identity
+            && !expired(&lease, now)
+        {
+            match self.write(self.claimed(lease, now)).await {
+                Ok(()) => return Ok(Attempt::Holding),
+                Err(e) => {
+                    debug!(lease = %self.lease_name(), "optimistic renewal failed, re-reading the lease: {e}")
+                }
+            }
+        }
+
+        let Some(current) = self.api.get_opt(&self.cfg.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.cfg.name.clone()),
+                    namespace: Some(self.cfg.namespace.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: None,
+            };
+            let created = self
+                .api
+                .create(&PostParams::default(), &self.claimed(lease, now))
+                .await?;
+            self.observed = Some(created);
+            return Ok(Attempt::Holding);
+        };
+
+        let current_holder = holder(&current).to_owned();
+        self.observed = Some(current.clone());
+        if !current_holder.is_empty()
+            && current_holder != self.cfg.identity
+            && !expired(&current, now)
+        {
+            return Ok(Attempt::HeldBy(current_holder));
+        }
+        self.write(self.claimed(current, now)).await?;
+        Ok(Attempt::Holding)
+    }
+
+    /// `lease` with us as holder and `renewTime` = `now`. Taking it from another holder (or from
+    /// nobody) restarts `acquireTime` and counts a transition; renewing our own keeps both.
+    fn claimed(&self, mut lease: Lease, now: Timestamp) -> Lease {
+        let ours = holder(&lease) == self.cfg.identity;
+        let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
+        if !ours {
+            // A Lease being created has no spec yet and starts at zero transitions.
+            spec.lease_transitions = spec
+                .lease_transitions
+                .map(|n| n.max(0).saturating_add(1))
+                .or(Some(0));
+            spec.acquire_time = Some(MicroTime(now));
+        } else if spec.acquire_time.is_none() {
+            spec.acquire_time = Some(MicroTime(now));
+        }
+        spec.holder_identity = Some(self.cfg.identity.clone());
+        spec.lease_duration_seconds = Some(self.cfg.lease_seconds());
+        spec.renew_time = Some(MicroTime(now));
+        lease
+    }
+
+    /// A conditional update: `lease` carries the `resourceVersion` it was read with.
+    async fn write(&mut self, lease: Lease) -> Result<(), kube::Error> {
+        let written = self
+            .api
+            .replace(&self.cfg.name, &PostParams::default(), &lease)
+            .await?;
+        self.observed = Some(written);
+        Ok(())
+    }
+
+    /// Gives the Lease up (client-go `release`): no holder, a one-second duration, times set to
+    /// now, transitions kept. Does nothing when someone else holds it by now.
+    async fn release(&mut self) -> Result<(), kube::Error> {
+        // The last renewal may have been cut short by the shutdown, leaving `observed` stale;
+        // after a conflict, read the Lease once more.
+        let mut lease = self.observed.clone();
+        for last_try in [false, true] {
+            let current = match lease.take() {
+                Some(lease) => lease,
+                None => match self.api.get_opt(&self.cfg.name).await? {
+                    Some(lease) => lease,
+                    None => return Ok(()),
+                },
+            };
+            if holder(&current) != self.cfg.identity {
+                return Ok(());
+            }
+            let now = MicroTime(self.clock.now());
+            let mut released = current;
+            let spec = released.spec.get_or_insert_with(LeaseSpec::default);
+            spec.holder_identity = Some(String::new());
+            spec.lease_duration_seconds = Some(1);
+            spec.acquire_time = Some(now.clone());
+            spec.renew_time = Some(now);
+            match self.write(released).await {
+                Err(e) if is_conflict(&e) && !last_try => continue,
+                result => return result,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn holder(lease: &Lease) -> &str {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.holder_identity.as_deref())
+        .unwrap_or("")
+}
+
+/// `renewTime + leaseDurationSeconds < now`. A Lease without any time, or without a positive
+/// duration, has expired; `acquireTime` stands in for a missing `renewTime`.
+fn expired(lease: &Lease, now: Timestamp) -> bool {
+    let Some(spec) = &lease.spec else {
+        return true;
+    };
+    let Some(renewed) = spec.renew_time.as_ref().or(spec.acquire_time.as_ref()) else {
+        return true;
+    };
+    let seconds = spec.lease_duration_seconds.unwrap_or(0).max(0);
+    match renewed
+        .0
+        .checked_add(SignedDuration::from_secs(i64::from(seconds)))
+    {
+        Ok(valid_until) => valid_until < now,
+        // Beyond the representable range: valid for all practical purposes.
+        Err(_) => false,
+    }
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(status) if status.code == 409)
+}
+
+/// `base` plus up to 120 % of it (client-go's `JitterUntil` factor).
+fn jittered(base: Duration) -> Duration {
+    // `RandomState::new()` is freshly keyed on every call, which is random enough for jitter.
+    let unit = (RandomState::new().hash_one(0u8) >> 11) as f64 / (1u64 << 53) as f64;
+    base + base.mul_f64(1.2 * unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use kube::client::Body;
+    use tokio::sync::oneshot;
+    use tokio::task::JoinHandle;
+
+    use super::*;
+
+    const NS: &str = "volcano-system";
+    const NAME: &str = "volcano-rs";
+    const COLLECTION: &str = "/apis/coordination.k8s.io/v1/namespaces/volcano-system/leases";
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Mode {
+        Serve,
+        /// Every request answers 500.
+        Fail,
+        /// Every request hangs forever.
+        Hang,
+    }
+
+    struct Server {
+        lease: Option<Lease>,
+        version: u64,
+        mode: Mode,
+        writes: usize,
+    }
+
+    /// An in-memory API server for one Lease: GET, POST and PUT with `resourceVersion` checks.
+    #[derive(Clone)]
+    struct MockApi(Arc<Mutex<Server>>);
+
+    impl MockApi {
+        fn new(lease: Option<Lease>) -> Self {
+            let lease = lease.map(|mut lease| {
+                lease.metadata.resource_version = Some("1".to_owned());
+                lease
+            });
+            MockApi(Arc::new(Mutex::new(Server {
+                lease,
+                version: 1,
+                mode: Mode::Serve,
+                writes: 0,
+            })))
+        }
+
+        fn client(&self) -> kube::Client {
+            let api = self.clone();
+            let service = tower::service_fn(move |req: http::Request<Body>| {
+                let api = api.clone();
+                async move { Ok::<_, std::convert::Infallible>(api.handle(req).await) }
+            });
+            kube::Client::new(service, "default")
+        }
+
+        fn server(&self) -> std::sync::MutexGuard<'_, Server> {
+            self.0.lock().unwrap()
+        }
+
+        fn spec(&self) -> LeaseSpec {
+            let server = self.server();
+            let lease = server.lease.as_ref().expect("the lease exists");
+            lease.spec.clone().expect("the lease has a spec")
+        }
+
+        fn writes(&self) -> usize {
+            self.server().writes
+        }
+
+        fn set_mode(&self, mode: Mode) {
+            self.server().mode = mode;
+        }
+
+        /// Changes the lease as another client would, bumping its resourceVersion.
+        fn overwrite(&self, change: impl FnOnce(&mut LeaseSpec)) {
+            let mut server = self.server();
+            server.version += 1;
+            let version = server.version.to_string();
+            let lease = server.lease.as_mut().expect("the lease exists");
+            change(lease.spec.get_or_insert_with(LeaseSpec::default));
+            lease.metadata.resource_version = Some(version);
+        }
+
+        async fn handle(self, req: http::Request<Body>) -> http::Response<Body> {
+            let (parts, body) = req.into_parts();
+            let Ok(bytes) = body.collect_bytes().await else {
+                return status(400, "BadRequest", "unreadable body");
+            };
+            let mode = self.server().mode;
+            match mode {
+                Mode::Serve => {}
+                Mode::Fail => return status(500, "InternalError", "injected failure"),
+                Mode::Hang => std::future::pending::<()>().await,
+            }
+            let item = format!("{COLLECTION}/{NAME}");
+            let path = parts.uri.path();
+            let mut server = self.server();
+            match parts.method.as_str() {
+                "GET" if path == item => match &server.lease {
+                    Some(lease) => json(200, lease),
+                    None => status(404, "NotFound", "leases \"volcano-rs\" not found"),
+                },
+                "POST" if path == COLLECTION => {
+                    if server.lease.is_some() {
+                        return status(
+                            409,
+                            "AlreadyExists",
+                            "leases \"volcano-rs\" already exists",
+                        );
+                    }
+                    let Ok(mut lease) = serde_json::from_slice::<Lease>(&bytes) else {
+                        return status(400, "BadRequest", "not a Lease");
+                    };
+                    server.version += 1;
+                    lease.metadata.resource_version = Some(server.version.to_string());
+                    server.lease = Some(lease.clone());
+                    server.writes += 1;
+                    json(201, &lease)
+                }
+                "PUT" if path == item => {
+                    let Ok(mut lease) = serde_json::from_slice::<Lease>(&bytes) else {
+                        return status(400, "BadRequest", "not a Lease");
+                    };
+                    let Some(stored) = &server.lease else {
+                        return status(404, "NotFound", "leases \"volcano-rs\" not found");
+                    };
+                    if lease.metadata.resource_version != stored.metadata.resource_version {
+                        return status(409, "Conflict", "the object has been modified");
+                    }
+                    server.version += 1;
+                    lease.metadata.resource_version = Some(server.version.to_string());
+                    server.lease = Some(lease.clone());
+                    server.writes += 1;
+                    json(200, &lease)
+                }
+                _ => status(405, "MethodNotAllowed", "unexpected request"),
+            }
+        }
+    }
+
+    fn json(code: u16, value: &impl serde::Serialize) -> http::Response<Body> {
+        http::Response::builder()
+            .status(code)
+            .header("content-type", "application/json")
+            .body(Body::from(serde_json::to_vec(value).unwrap()))
+            .unwrap()
+    }
+
+    fn status(code: u16, reason: &str, message: &str) -> http::Response<Body> {
+        json(
+            code,
+            &serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "message": message, "reason": reason, "code": code,
+            }),
+        )
+    }
+
+    fn virtual_clock() -> Clock {
+        Clock {
+            anchor: Some((Timestamp::now(), Instant::now())),
+        }
+    }
+
+    fn lease(holder: &str, renewed: Timestamp, seconds: i32, transitions: i32) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(NAME.to_owned()),
+                namespace: Some(NS.to_owned()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(holder.to_owned()),
+                lease_duration_seconds: Some(seconds),
+                acquire_time: Some(MicroTime(renewed)),
+                renew_time: Some(MicroTime(renewed)),
+                lease_transitions: Some(transitions),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    fn ago(clock: Clock, seconds: i64) -> Timestamp {
+        clock
+            .now()
+            .checked_sub(SignedDuration::from_secs(seconds))
+            .unwrap()
+    }
+
+    struct Replica {
+        leader: watch::Receiver<bool>,
+        stop: oneshot::Sender<()>,
+        task: JoinHandle<()>,
+    }
+
+    fn start(api: &MockApi, identity: &str, clock: Clock) -> Replica {
+        start_with(api, LeaderConfig::new(NS, NAME, identity), clock)
+    }
+
+    fn start_with(api: &MockApi, cfg: LeaderConfig, clock: Clock) -> Replica {
+        let (leader, rx) = watch::channel(false);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let task = tokio::spawn(run_with_clock(api.client(), cfg, leader, shutdown, clock));
+        Replica {
+            leader: rx,
+            stop,
+            task,
+        }
+    }
+
+    impl Replica {
+        /// Waits up to `within` for leadership to become `value`; returns when it did.
+        async fn becomes(&mut self, value: bool, within: Duration) -> Option<Instant> {
+            let changed = timeout(within, self.leader.wait_for(|v| *v == value)).await;
+            matches!(changed, Ok(Ok(_))).then(Instant::now)
+        }
+
+        fn is_leader(&self) -> bool {
+            *self.leader.borrow()
+        }
+
+        async fn stop(self) -> watch::Receiver<bool> {
+            let _ = self.stop.send(());
+            timeout(Duration::from_secs(60), self.task)
+                .await
+                .expect("run returns after shutdown")
+                .expect("run does not panic");
+            self.leader
+        }
+    }
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[tokio::test(start_paused = true)]
+    async fn creates_a_missing_lease_and_renews_it() {
+        let api = MockApi::new(None);
+        let t0 = Instant::now();
+        let mut me = start(&api, "me", virtual_clock());
+        let acquired = me.becomes(true, SECOND).await.expect("acquires");
+        assert_eq!(acquired, t0, "a missing lease is taken at once");
+
+        let spec = api.spec();
+        assert_eq!(spec.holder_identity.as_deref(), Some("me"));
+        assert_eq!(spec.lease_duration_seconds, Some(15));
+        assert_eq!(spec.lease_transitions, Some(0));
+        assert_eq!(spec.acquire_time, spec.renew_time);
+        assert_eq!(api.writes(), 1);
+
+        // Renewals every retry period (2 s, 4 s, 6 s) move renewTime, keep the rest.
+        sleep(Duration::from_secs(7)).await;
+        assert_eq!(api.writes(), 4);
+        let renewed = api.spec();
+        assert_eq!(renewed.acquire_time, spec.acquire_time);
+        assert!(renewed.renew_time > spec.renew_time);
+        assert_eq!(renewed.lease_transitions, Some(0));
+        assert_eq!(renewed.holder_identity.as_deref(), Some("me"));
+        assert!(me.is_leader());
+        me.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn takes_a_released_lease_at_once_counting_a_transition() {
+        let clock = virtual_clock();
+        let api = MockApi::new(Some(lease("", clock.now(), 1, 3)));
+        let t0 = Instant::now();
+        let mut me = start(&api, "me", clock);
+        assert_eq!(me.becomes(true, SECOND).await, Some(t0));
+        let spec = api.spec();
+        assert_eq!(spec.holder_identity.as_deref(), Some("me"));
+        assert_eq!(spec.lease_transitions, Some(4));
+        assert_eq!(spec.lease_duration_seconds, Some(15));
+        assert_eq!(spec.acquire_time, spec.renew_time);
+        me.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waits_while_another_holds_an_unexpired_lease_then_takes_it_over() {
+        let clock = virtual_clock();
+        let api = MockApi::new(Some(lease("other", clock.now(), 15, 2)));
+        let t0 = Instant::now();
+        let mut me = start(&api, "me", clock);
+
+        // Still valid for 15 s: nothing published, nothing written.
+        let change = timeout(Duration::from_secs(10), me.leader.changed()).await;
+        assert!(
+            change.is_err(),
+            "must not lead while another holds the lease"
+        );
+        assert_eq!(api.writes(), 0);
+        assert_eq!(api.spec().holder_identity.as_deref(), Some("other"));
+
+        // Expired after 15 s; the next attempt comes within a jittered retry period (≤ 4.4 s).
+        let taken = me
+            .becomes(true, Duration::from_secs(20))
+            .await
+            .expect("takes over");
+        let waited = taken - t0;
+        assert!(waited > Duration::from_secs(15), "{waited:?}");
+        assert!(waited <= Duration::from_millis(19_400), "{waited:?}");
+        let spec = api.spec();
+        assert_eq!(spec.holder_identity.as_deref(), Some("me"));
+        assert_eq!(spec.lease_transitions, Some(3));
+        assert_eq!(spec.acquire_time, spec.renew_time);
+        me.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn takes_over_an_expired_lease_at_once() {
+        let clock = virtual_clock();
+        let api = MockApi::new(Some(lease("crashed", ago(clock, 60), 15, 7)));
+        let t0 = Instant::now();
+        let mut me = start(&api, "me", clock);
+        assert_eq!(me.becomes(true, SECOND).await, Some(t0));
+        let spec = api.spec();
+        assert_eq!(spec.holder_identity.as_deref(), Some("me"));
+        assert_eq!(spec.lease_transitions, Some(8));
+        assert_eq!(spec.acquire_time.map(|t| t.0), Some(clock.now()));
+        me.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn steps_down_when_renewals_fail_for_the_renew_deadline_then_campaigns_again() {
+        let api = MockApi::new(None);
+        let mut me = start(&api, "me", virtual_clock());
+        let acquired = me.becomes(true, SECOND).await.expect("acquires");
+
+        api.set_mode(Mode::Fail);
+        let lost = me
+            .becomes(false, Duration::from_secs(60))
+            .await
+            .expect("steps down");
+        assert_eq!(lost - acquired, Duration::from_secs(10));
+        assert_eq!(api.writes(), 1, "failed renewals write nothing");
+
+        // The lease still names us and has not expired: we take it back without a transition.
+        api.set_mode(Mode::Serve);
+        assert!(me.becomes(true, Duration::from_secs(5)).await.is_some());
+        let spec = api.spec();
+        assert_eq!(spec.holder_identity.as_deref(), Some("me"));
+        assert_eq!(spec.lease_transitions, Some(0));
+        me.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn steps_down_at_the_renew_deadline_when_the_api_hangs() {
+        let api = MockApi::new(None);
+        let mut me = start(&api, "me", virtual_clock());
+        let acquired = me.becomes(true, SECOND).await.expect("acquires");
+        // One renewal succeeds at 2 s; the deadline then counts from there.
+        sleep(Duration::from_millis(2500)).await;
+        assert_eq!(api.writes(), 2);
+        api.set_mode(Mode::Hang);
+        let lost = me
+            .becomes(false, Duration::from_secs(60))
+            .await
+            .expect("steps down");
+        assert_eq!(lost - acquired, Duration::from_secs(12));
+        // Shutdown is not held up by the hung API either.
+        let rx = me.stop().await;
+        assert!(!*rx.borrow());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn steps_down_at_once_when_another_replica_took_the_lease() {
+        let clock = virtual_clock();
+        let api = MockApi::new(None);
+        let mut me = start(&api, "me", clock);
+        let acquired = me.becomes(true, SECOND).await.expect("acquires");
+        api.overwrite(|spec| {
+            spec.holder_identity = Some("intruder".to_owned());
+            spec.renew_time = Some(MicroTime(clock.now()));
+        });
+        // The next renewal (2 s) gets 409, re-reads, sees the intruder and stops.
+        let lost = me
+            .becomes(false, Duration::from_secs(60))
+            .await
+            .expect("steps down");
+        assert_eq!(lost - acquired, Duration::from_secs(2));
+        assert_eq!(api.spec().holder_identity.as_deref(), Some("intruder"));
+        me.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn releases_the_lease_on_shutdown_so_another_replica_takes_over_at_once() {
+        let clock = virtual_clock();
+        let api = MockApi::new(None);
+        let mut first = start(&api, "first", clock);
+        first.becomes(true, SECOND).await.expect("acquires");
+        sleep(Duration::from_secs(3)).await;
+
+        let rx = first.stop().await;
+        assert!(!*rx.borrow(), "leadership is withdrawn on shutdown");
+        let spec = api.spec();
+        assert_eq!(spec.holder_identity.as_deref(), Some(""));
+        assert_eq!(spec.lease_duration_seconds, Some(1));
+        assert_eq!(spec.lease_transitions, Some(0));
+        assert_eq!(spec.renew_time.map(|t| t.0), Some(clock.now()));
+
+        let t0 = Instant::now();
+        let mut second = start(&api, "second", clock);
+        assert_eq!(second.becomes(true, SECOND).await, Some(t0));
+        assert_eq!(api.spec().lease_transitions, Some(1));
+        second.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_while_campaigning_leaves_the_lease_alone() {
+        let clock = virtual_clock();
+        let api = MockApi::new(Some(lease("other", clock.now(), 15, 0)));
+        let me = start(&api, "me", clock);
+        sleep(Duration::from_secs(5)).await;
+        let rx = me.stop().await;
+        assert!(!*rx.borrow());
+        assert_eq!(api.writes(), 0);
+        assert_eq!(api.spec().holder_identity.as_deref(), Some("other"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn two_replicas_never_lead_together() {
+        let clock = virtual_clock();
+        let api = MockApi::new(None);
+        let a = start(&api, "a", clock);
+        let b = start(&api, "b", clock);
+        sleep(Duration::from_millis(100)).await;
+        let (leader, mut follower) = if a.is_leader() { (a, b) } else { (b, a) };
+        for _ in 0..30 {
+            assert!(leader.is_leader(), "the first to write keeps renewing");
+            assert!(!follower.is_leader(), "never two leaders");
+            sleep(Duration::from_millis(1500)).await;
+        }
+        assert_eq!(api.spec().lease_transitions, Some(0));
+
+        leader.stop().await;
+        let taken = follower.becomes(true, Duration::from_secs(5)).await;
+        assert!(
+            taken.is_some(),
+            "the other replica takes over after the release"
+        );
+        assert_eq!(api.spec().lease_transitions, Some(1));
+        follower.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_invalid_configuration_is_not_run() {
+        let api = MockApi::new(None);
+        let mut cfg = LeaderConfig::new(NS, NAME, "me");
+        cfg.renew_deadline = Duration::from_secs(20);
+        let me = start_with(&api, cfg, virtual_clock());
+        timeout(SECOND, me.task)
+            .await
+            .expect("returns at once")
+            .expect("does not panic");
+        assert_eq!(api.writes(), 0);
+        assert!(!*me.leader.borrow());
+    }
+
+    #[test]
+    fn validate_accepts_volcano_defaults() {
+        assert_eq!(
+            LeaderConfig::new("volcano-system", "volcano-rs", "me").validate(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn validate_names_every_problem() {
+        let ok = LeaderConfig::new("ns", "name", "id");
+        let cases: Vec<(LeaderConfig, &str)> = vec![
+            (
+                LeaderConfig {
+                    namespace: String::new(),
+                    ..ok.clone()
+                },
+                "the lease namespace must not be empty",
+            ),
+            (
+                LeaderConfig {
+                    name: " ".to_owned(),
+                    ..ok.clone()
+                },
+                "the lease name must not be empty",
+            ),
+            (
+                LeaderConfig {
+                    identity: String::new(),
+                    ..ok.clone()
+                },
+                "the lease identity must not be empty",
+            ),
+            (
+                LeaderConfig {
+                    retry_period: Duration::ZERO,
+                    ..ok.clone()
+                },
+                "the retry period must be greater than zero",
+            ),
+            (
+                LeaderConfig {
+                    renew_deadline: Duration::from_secs(15),
+                    ..ok.clone()
+                },
+                "the lease duration (15s) must be greater than the renew deadline (15s)",
+            ),
+            (
+                LeaderConfig {
+                    // 1.2 × 2.5 s = 3 s: equal is not enough.
+                    renew_deadline: Duration::from_secs(3),
+                    retry_period: Duration::from_millis(2500),
+                    ..ok.clone()
+                },
+                "the renew deadline (3s) must be greater than 1.2 × the retry period (2.5s)",
+            ),
+            (
+                LeaderConfig {
+                    lease_duration: Duration::from_millis(900),
+                    renew_deadline: Duration::from_millis(600),
+                    retry_period: Duration::from_millis(100),
+                    ..ok.clone()
+                },
+                "the lease duration (900ms) must be at least 1s",
+            ),
+        ];
+        for (cfg, expected) in cases {
+            let err = cfg.validate().expect_err(expected);
+            assert!(
+                err.contains(expected),
+                "{err:?} should contain {expected:?}"
+            );
+        }
+        // Just above 1.2 × retry passes.
+        let tight = LeaderConfig {
+            renew_deadline: Duration::from_millis(3001),
+            retry_period: Duration::from_millis(2500),
+            ..ok.clone()
+        };
+        assert_eq!(tight.validate(), Ok(()));
+        // Several problems are all listed.
+        let bad = LeaderConfig {
+            name: String::new(),
+            identity: String::new(),
+            ..ok
+        };
+        assert_eq!(bad.validate().unwrap_err().matches("; ").count(), 1);
+    }
+
+    #[test]
+    fn expiry_is_renew_time_plus_duration_strictly_before_now() {
+        let renewed = Timestamp::from_second(1_000_000).unwrap();
+        let at = |s: i64, micros: i64| {
+            renewed
+                .checked_add(SignedDuration::from_secs(s) + SignedDuration::from_micros(micros))
+                .unwrap()
+        };
+        let held = lease("other", renewed, 15, 0);
+        assert!(
+            !expired(&held, at(15, 0)),
+            "valid up to and including the end"
+        );
+        assert!(expired(&held, at(15, 1)));
+        assert!(!expired(&held, at(0, 0)));
+
+        let mut no_renew = held.clone();
+        no_renew.spec.as_mut().unwrap().renew_time = None;
+        assert!(!expired(&no_renew, at(10, 0)), "acquireTime stands in");
+        assert!(expired(&no_renew, at(16, 0)));
+
+        let mut no_times = no_renew.clone();
+        no_times.spec.as_mut().unwrap().acquire_time = None;
+        assert!(expired(&no_times, at(0, 0)));
+
+        let mut no_duration = held.clone();
+        no_duration.spec.as_mut().unwrap().lease_duration_seconds = None;
+        assert!(expired(&no_duration, at(0, 1)));
+
+        let no_spec = Lease { spec: None, ..held };
+        assert!(expired(&no_spec, at(0, 0)));
+    }
+
+    #[test]
+    fn jitter_stays_within_client_go_bounds() {
+        let base = Duration::from_secs(2);
+        let samples: Vec<Duration> = (0..200).map(|_| jittered(base)).collect();
+        assert!(
+            samples
+                .iter()
+                .all(|d| *d >= base && *d <= base.mul_f64(2.2))
+        );
+        assert!(samples.iter().any(|d| *d != samples[0]), "jitter varies");
+    }
+
+    #[test]
+    fn default_identity_is_host_and_random_hex() {
+        let a = default_identity();
+        let b = default_identity();
+        assert_ne!(a, b);
+        let (host, hex) = a.rsplit_once('_').expect("<hostname>_<hex>");
+        assert!(!host.is_empty());
+        assert!(
+            hex.len() >= 16 && hex.chars().all(|c| c.is_ascii_hexdigit()),
+            "{a}"
+        );
+    }
+}

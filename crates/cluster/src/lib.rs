@@ -1,0 +1,21 @@
+//! Kubernetes I/O for volcano-rs (DESIGN.md "Kubernetes notes"; spec/kubernetes.md).
+//!
+//! * [`watch`]: kube-rs watchers mirror Pods, Nodes, PodGroups, Queues, PriorityClasses, PDBs,
+//!   ResourceQuotas and Namespaces into the engine's `ClusterState`, event by event.
+//! * [`shared`]: the state shared between watchers, the session loop and the executor.
+//! * [`executor`]: turns a session's decisions into API calls (binds, evictions, status,
+//!   events) with bounded concurrency and a client-side rate limit.
+//! * [`leader`]: leader election on a coordination.k8s.io Lease.
+//! * [`conf_watch`]: the scheduler configuration file with hot reload.
+//! * [`metrics`], [`http`]: Volcano's Prometheus metrics and the metrics/health HTTP servers.
+
+pub mod conf_watch;
+pub mod dump;
+pub mod executor;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod queues;
+pub mod ratelimit;
+pub mod shared;
+pub mod watch;

@@ -1,0 +1,307 @@
+//! Watchers: every mirrored kind is watched with kube-rs and applied to the shared
+//! `ClusterState` one event at a time (spec/kubernetes.md §4).
+//!
+//! A watch that errors, expires (410 Gone) or disconnects is restarted by kube-rs with a
+//! relist; the relist arrives as `Init` … `InitApply` … `InitDone`, and at `InitDone` every
+//! object we held that the new list no longer contains is deleted, so nothing is double
+//! counted and nothing deleted while we were disconnected lingers.
+//!
+//! PodGroups and Queues are read as untyped objects and converted one by one, so a single
+//! malformed object is skipped with a warning and an event instead of failing the whole list.
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use apis::{PodGroup, Queue};
+use engine::framework::{Event as SchedEvent, EventType, ObjectRef};
+use engine::state::ClusterState;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ResourceQuota};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::shared::Shared;
+
+/// An object kind the state mirrors.
+pub trait Mirrored: Sized {
+    const KIND: &'static str;
+    /// `namespace/name` for namespaced kinds, `name` otherwise.
+    fn state_key(&self) -> String;
+    /// Applies the object; true when it is new pending work of ours.
+    fn upsert(self, state: &mut ClusterState) -> bool;
+    fn delete(key: &str, state: &mut ClusterState);
+}
+
+fn split_key(key: &str) -> (&str, &str) {
+    key.split_once('/').unwrap_or(("", key))
+}
+
+fn ns_key<K: ResourceExt>(o: &K) -> String {
+    format!("{}/{}", o.namespace().unwrap_or_else(|| "default".into()), o.name_any())
+}
+
+macro_rules! namespaced {
+    ($ty:ty, $kind:literal, $upsert:ident, $delete:ident, $pending:expr) => {
+        impl Mirrored for $ty {
+            const KIND: &'static str = $kind;
+            fn state_key(&self) -> String {
+                ns_key(self)
+            }
+            fn upsert(self, state: &mut ClusterState) -> bool {
+                #[allow(clippy::redundant_closure_call)]
+                ($pending)(state.$upsert(self))
+            }
+            fn delete(key: &str, state: &mut ClusterState) {
+                let (ns, name) = split_key(key);
+                state.$delete(ns, name);
+            }
+        }
+    };
+}
+
+macro_rules! cluster_scoped {
+    ($ty:ty, $kind:literal, $upsert:ident, $delete:ident) => {
+        impl Mirrored for $ty {
+            const KIND: &'static str = $kind;
+            fn state_key(&self) -> String {
+                self.name_any()
+            }
+            fn upsert(self, state: &mut ClusterState) -> bool {
+                state.$upsert(self);
+                false
+            }
+            fn delete(key: &str, state: &mut ClusterState) {
+                state.$delete(key);
+            }
+        }
+    };
+}
+
+namespaced!(Pod, "Pod", upsert_pod, delete_pod, |pending: bool| pending);
+namespaced!(PodGroup, "PodGroup", upsert_pod_group, delete_pod_group, |_: ()| true);
+namespaced!(PodDisruptionBudget, "PodDisruptionBudget", upsert_pdb, delete_pdb, |_: ()| false);
+namespaced!(ResourceQuota, "ResourceQuota", upsert_resource_quota, delete_resource_quota, |_: ()| false);
+cluster_scoped!(Node, "Node", upsert_node, delete_node);
+cluster_scoped!(Queue, "Queue", upsert_queue, delete_queue);
+cluster_scoped!(PriorityClass, "PriorityClass", upsert_priority_class, delete_priority_class);
+cluster_scoped!(Namespace, "Namespace", upsert_namespace, delete_namespace);
+
+/// Applies one watch event stream to the shared state, reconciling after every relist.
+pub struct Mirror<K> {
+    known: HashSet<String>,
+    relisting: Option<HashSet<String>>,
+    _kind: std::marker::PhantomData<K>,
+}
+
+impl<K: Mirrored> Default for Mirror<K> {
+    fn default() -> Self {
+        Mirror {
+            known: HashSet::new(),
+            relisting: None,
+            _kind: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K: Mirrored> Mirror<K> {
+    /// Applies one event; returns true when pending work arrived.
+    pub fn apply(&mut self, event: Event<K>, shared: &Shared) -> bool {
+        match event {
+            Event::Init => {
+                self.relisting = Some(HashSet::new());
+                false
+            }
+            Event::InitApply(obj) => {
+                let key = obj.state_key();
+                let pending = obj.upsert(&mut shared.lock());
+                match &mut self.relisting {
+                    Some(seen) => {
+                        seen.insert(key);
+                    }
+                    None => {
+                        self.known.insert(key);
+                    }
+                }
+                pending
+            }
+            Event::InitDone => {
+                let seen = self.relisting.take().unwrap_or_default();
+                {
+                    let mut state = shared.lock();
+                    for gone in self.known.difference(&seen) {
+                        K::delete(gone, &mut state);
+                    }
+                }
+                self.known = seen;
+                shared.mark_synced(<K as Mirrored>::KIND);
+                true
+            }
+            Event::Apply(obj) => {
+                self.known.insert(obj.state_key());
+                obj.upsert(&mut shared.lock())
+            }
+            Event::Delete(obj) => {
+                let key = obj.state_key();
+                self.known.remove(&key);
+                K::delete(&key, &mut shared.lock());
+                false
+            }
+        }
+    }
+}
+
+/// Drives a watch stream into the shared state until it ends.
+pub async fn run_mirror<K, S>(stream: S, shared: Arc<Shared>)
+where
+    K: Mirrored,
+    S: Stream<Item = Result<Event<K>, watcher::Error>>,
+{
+    let mut mirror = Mirror::<K>::default();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => {
+                if mirror.apply(event, &shared) {
+                    shared.work.notify_one();
+                }
+            }
+            Err(e) => tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch error; retrying with backoff"),
+        }
+    }
+}
+
+/// Removes what the scheduler never reads and what costs the most memory.
+fn prune<K: ResourceExt>(mut obj: K) -> K {
+    obj.managed_fields_mut().clear();
+    obj
+}
+
+/// A typed watch with backoff and pruning.
+pub fn typed_stream<K>(client: Client) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all(client);
+    watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .map(|r| r.map(|ev| ev.modify(|o| *o = prune(o.clone()))))
+}
+
+/// A watch of a custom resource read as untyped objects, converted one by one; objects that
+/// do not parse are reported on `problems` and skipped (treated as absent).
+pub fn untyped_stream<K>(
+    client: Client,
+    problems: UnboundedSender<SchedEvent>,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
+where
+    K: Mirrored + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
+{
+    let ar = ApiResource::erase::<K>(&());
+    let api: Api<DynamicObject> = Api::all_with(client, &ar);
+    watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .filter_map(move |r| {
+            let problems = problems.clone();
+            async move {
+                match r {
+                    Err(e) => Some(Err(e)),
+                    Ok(ev) => convert_event::<K>(ev, &problems).map(Ok),
+                }
+            }
+        })
+}
+
+/// Converts an untyped event. A malformed `Apply` becomes a `Delete` of that key (the object is
+/// no longer trusted); a malformed `InitApply` is dropped (the relist then forgets it).
+fn convert_event<K>(ev: Event<DynamicObject>, problems: &UnboundedSender<SchedEvent>) -> Option<Event<K>>
+where
+    K: Mirrored + Resource<DynamicType = ()> + DeserializeOwned,
+{
+    let convert = |o: DynamicObject| -> Result<K, (DynamicObject, String)> {
+        let mut value = match serde_json::to_value(&o) {
+            Ok(v) => v,
+            Err(e) => return Err((o, e.to_string())),
+        };
+        if let Some(m) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            m.remove("managedFields");
+        }
+        serde_json::from_value::<K>(value).map_err(|e| (o, e.to_string()))
+    };
+    let report = |o: &DynamicObject, err: &str| {
+        let name = o.name_any();
+        tracing::warn!(kind = <K as Mirrored>::KIND, name = %name, error = %err, "malformed object skipped");
+        let _ = problems.send(SchedEvent {
+            object: ObjectRef {
+                kind: <K as Mirrored>::KIND,
+                namespace: o.namespace(),
+                name,
+                uid: o.uid().unwrap_or_default(),
+            },
+            type_: EventType::Warning,
+            reason: "FailedParse".to_string(),
+            message: format!("volcano-rs ignores this {}: {err}", <K as Mirrored>::KIND),
+        });
+    };
+    match ev {
+        Event::Init => Some(Event::Init),
+        Event::InitDone => Some(Event::InitDone),
+        Event::InitApply(o) => match convert(o) {
+            Ok(k) => Some(Event::InitApply(k)),
+            Err((o, e)) => {
+                report(&o, &e);
+                None
+            }
+        },
+        Event::Apply(o) => match convert(o) {
+            Ok(k) => Some(Event::Apply(k)),
+            Err((o, e)) => {
+                report(&o, &e);
+                // Forget the last good version: keep a minimal stand-in object to delete by key.
+                let stub: Option<K> = serde_json::from_value(serde_json::json!({
+                    "apiVersion": K::api_version(&()),
+                    "kind": <K as Mirrored>::KIND,
+                    "metadata": {"name": o.name_any(), "namespace": o.namespace()},
+                    "spec": {}
+                }))
+                .ok();
+                stub.map(Event::Delete)
+            }
+        },
+        Event::Delete(o) => match convert(o) {
+            Ok(k) => Some(Event::Delete(k)),
+            Err((o, _)) => serde_json::from_value::<K>(serde_json::json!({
+                "apiVersion": K::api_version(&()),
+                "kind": <K as Mirrored>::KIND,
+                "metadata": {"name": o.name_any(), "namespace": o.namespace()},
+                "spec": {}
+            }))
+            .ok()
+            .map(Event::Delete),
+        },
+    }
+}
+
+/// Starts one watcher task per mirrored kind.
+pub fn spawn_all(client: Client, shared: Arc<Shared>, problems: UnboundedSender<SchedEvent>) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(run_mirror(typed_stream::<Pod>(client.clone()), shared.clone())),
+        tokio::spawn(run_mirror(typed_stream::<Node>(client.clone()), shared.clone())),
+        tokio::spawn(run_mirror(untyped_stream::<PodGroup>(client.clone(), problems.clone()), shared.clone())),
+        tokio::spawn(run_mirror(untyped_stream::<Queue>(client.clone(), problems), shared.clone())),
+        tokio::spawn(run_mirror(typed_stream::<PriorityClass>(client.clone()), shared.clone())),
+        tokio::spawn(run_mirror(typed_stream::<PodDisruptionBudget>(client.clone()), shared.clone())),
+        tokio::spawn(run_mirror(typed_stream::<ResourceQuota>(client.clone()), shared.clone())),
+        tokio::spawn(run_mirror(typed_stream::<Namespace>(client), shared)),
+    ]
+}
+
+#[cfg(test)]
+mod tests;

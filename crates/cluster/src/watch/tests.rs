@@ -1,0 +1,107 @@
+use super::*;
+use engine::state::StateOptions;
+use serde_json::json;
+
+fn pod(name: &str, node: Option<&str>) -> Pod {
+    let mut v = json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"),
+                     "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
+        "spec": {"schedulerName": "volcano-rs", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": if node.is_some() { "Running" } else { "Pending" }}
+    });
+    if let Some(n) = node {
+        v["spec"]["nodeName"] = json!(n);
+    }
+    serde_json::from_value(v).expect("pod")
+}
+
+fn shared() -> Arc<Shared> {
+    Shared::new(ClusterState::new(StateOptions::default()))
+}
+
+#[test]
+fn initial_list_marks_synced_and_reports_pending_work() {
+    let s = shared();
+    let mut m = Mirror::<Pod>::default();
+    assert!(!m.apply(Event::Init, &s));
+    assert!(m.apply(Event::InitApply(pod("a", None)), &s), "pending pod is work");
+    assert!(!m.apply(Event::InitApply(pod("b", Some("n1"))), &s));
+    assert!(!s.all_synced());
+    m.apply(Event::InitDone, &s);
+    assert_eq!(s.unsynced_kinds().contains(&"Pod"), false);
+    assert_eq!(s.lock().pod_count(), 2);
+}
+
+#[test]
+fn relist_deletes_what_vanished_and_does_not_double_count() {
+    let s = shared();
+    let mut m = Mirror::<Pod>::default();
+    m.apply(Event::Init, &s);
+    m.apply(Event::InitApply(pod("a", None)), &s);
+    m.apply(Event::InitApply(pod("b", None)), &s);
+    m.apply(Event::InitDone, &s);
+    // Live updates, then the watch expires (410) and kube-rs relists.
+    m.apply(Event::Apply(pod("a", Some("n1"))), &s);
+    m.apply(Event::Apply(pod("c", None)), &s);
+    m.apply(Event::Init, &s);
+    m.apply(Event::InitApply(pod("a", Some("n1"))), &s);
+    m.apply(Event::InitApply(pod("c", None)), &s);
+    // "b" was deleted while we were disconnected: the relist drops it.
+    m.apply(Event::InitDone, &s);
+    let state = s.lock();
+    assert_eq!(state.pod_count(), 2);
+    assert!(state.pod("ns/b").is_none());
+    assert_eq!(state.pod("ns/a").and_then(|p| p.node_name.as_deref()), Some("n1"));
+}
+
+#[test]
+fn delete_event_removes_and_pruning_drops_managed_fields() {
+    let s = shared();
+    let mut m = Mirror::<Pod>::default();
+    m.apply(Event::Apply(prune(pod("a", None))), &s);
+    assert!(
+        s.lock()
+            .pod("ns/a")
+            .is_some_and(|p| p.pod.metadata.managed_fields.as_ref().is_none_or(|f| f.is_empty()))
+    );
+    m.apply(Event::Delete(pod("a", None)), &s);
+    assert_eq!(s.lock().pod_count(), 0);
+}
+
+fn dynamic(v: serde_json::Value) -> DynamicObject {
+    serde_json::from_value(v).expect("dynamic object")
+}
+
+#[test]
+fn malformed_pod_group_is_skipped_with_an_event() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let good = dynamic(json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 2, "queue": "q"}
+    }));
+    let bad = dynamic(json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ns", "uid": "u1"}, "spec": {"minMember": "many"}
+    }));
+    let ev = convert_event::<PodGroup>(Event::InitApply(good), &tx);
+    assert!(matches!(ev, Some(Event::InitApply(ref pg)) if pg.spec.min_member == 2));
+    // A malformed list item is dropped; a malformed update deletes the last good version.
+    assert!(convert_event::<PodGroup>(Event::InitApply(bad.clone()), &tx).is_none());
+    let ev = convert_event::<PodGroup>(Event::Apply(bad), &tx);
+    assert!(matches!(ev, Some(Event::Delete(ref pg)) if pg.metadata.name.as_deref() == Some("pg")));
+    let reported = rx.try_recv().expect("an event for the malformed object");
+    assert_eq!(reported.object.kind, "PodGroup");
+    assert_eq!(reported.reason, "FailedParse");
+    assert!(reported.message.contains("minMember") || reported.message.contains("invalid type"), "{}", reported.message);
+}
+
+#[test]
+fn queue_mirror_uses_names_as_keys() {
+    let s = shared();
+    let mut m = Mirror::<Queue>::default();
+    let q: Queue = serde_json::from_value(json!({"metadata": {"name": "q1"}, "spec": {"weight": 3}})).expect("queue");
+    m.apply(Event::Apply(q.clone()), &s);
+    assert_eq!(s.lock().queue("q1").map(|q| q.weight), Some(3));
+    m.apply(Event::Delete(q), &s);
+    assert!(s.lock().queue("q1").is_none());
+}

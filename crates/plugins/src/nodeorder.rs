@@ -1,0 +1,626 @@
+//! `nodeorder`: node scoring by the upstream Kubernetes score plugins, each multiplied by a
+//! configurable weight (spec/plugins-core.md §7).
+//!
+//! Arguments (§7.1, all integers; a float or a string is ignored with a warning, a weight of 0
+//! turns the sub-plugin off, a negative weight is accepted and subtracts):
+//!
+//! | key | default | sub-plugin |
+//! |---|---|---|
+//! | `leastrequested.weight` | 1 | NodeResourcesFit, LeastAllocated, cpu 50 / memory 50 |
+//! | `mostrequested.weight` | 0 | NodeResourcesFit, MostAllocated, cpu 1 / memory 1 |
+//! | `balancedresource.weight` | 1 | NodeResourcesBalancedAllocation, cpu / memory / `nvidia.com/gpu` |
+//! | `nodeaffinity.weight` | 2 | NodeAffinity, preferred terms |
+//! | `podaffinity.weight` | 2 | InterPodAffinity, preferred terms |
+//! | `tainttoleration.weight` | 3 | TaintToleration, `PreferNoSchedule` taints |
+//! | `imagelocality.weight` | 1 | ImageLocality (the only per-node scorer) |
+//! | `podtopologyspread.weight` | 2 | PodTopologySpread, `ScheduleAnyway` constraints |
+//!
+//! `NodeOrderFn` is ImageLocality's raw score × weight. `BatchNodeOrderFn` runs every other
+//! enabled sub-plugin with the batch procedure of §7.4: PreScore (Skip ⇒ no contribution),
+//! Score per candidate, NormalizeScore, a range check to `[0, 100]` (outside ⇒ the whole batch
+//! fails), then × weight, summed per node. Volcano walks the sub-plugins in Go map order; here the
+//! order is the table's, which only matters for which error is reported first.
+//!
+//! Scores see the pods Volcano's shared node infos hold (§6.8, [`PodView`]): the tasks on each
+//! node at open plus this session's placements, minus its evictions. The per-node request sums
+//! the resource scores need ("non-zero" requests for Least/MostAllocated, actual requests for
+//! BalancedAllocation) are kept per node, built at open and updated by the event handlers, so a
+//! score never walks a node's pods. (Volcano's nodeorder relies on the `predicates` handler to
+//! update the shared node infos; here the plugin keeps its own, so the scores are the same
+//! whether or not `predicates` is configured.)
+//!
+//! PodTopologySpread's cluster-level system default constraints are not derived (the model has
+//! no Services or ReplicaSets to derive them from), so a pod without explicit `ScheduleAnyway`
+//! constraints gets no spread score. ImageLocality counts the nodes holding an image over the
+//! session's nodes and takes the image size each node reports.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use engine::conf::Arguments;
+use engine::framework::{ExtensionPoints, Plugin, SessionState};
+use engine::model::{NodeId, Resource, ResourceName, TaskId};
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::k8s::labels::PlacedPod;
+use crate::k8s::node_affinity::{PreferredNodeAffinity, RequiredNodeAffinity};
+use crate::k8s::pod_affinity::preferred_affinity_scores;
+use crate::k8s::resources::{
+    MAX_NODE_SCORE, balanced_allocation_score, least_allocated_score, most_allocated_score,
+    non_zero_request, normalize_max,
+};
+use crate::k8s::taints::count_intolerable_prefer_no_schedule;
+use crate::k8s::topology_spread::spread_scores;
+use crate::predicates::{
+    PodView, all_nodes, has_preferred_pod_affinity_terms, has_spread_constraint, namespace_labels,
+};
+
+/// Registered plugin name.
+pub const NAME: &str = "nodeorder";
+
+const LEAST_REQUESTED_WEIGHT: &str = "leastrequested.weight";
+const MOST_REQUESTED_WEIGHT: &str = "mostrequested.weight";
+const BALANCED_RESOURCE_WEIGHT: &str = "balancedresource.weight";
+const NODE_AFFINITY_WEIGHT: &str = "nodeaffinity.weight";
+const POD_AFFINITY_WEIGHT: &str = "podaffinity.weight";
+const TAINT_TOLERATION_WEIGHT: &str = "tainttoleration.weight";
+const IMAGE_LOCALITY_WEIGHT: &str = "imagelocality.weight";
+const POD_TOPOLOGY_SPREAD_WEIGHT: &str = "podtopologyspread.weight";
+
+/// Sub-plugin names as Volcano keys them (they appear in error messages).
+const LEAST_ALLOCATED: &str = "NodeResourcesFit_LeastAllocated";
+const MOST_ALLOCATED: &str = "NodeResourcesFit_MostAllocated";
+const BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+const NODE_AFFINITY: &str = "NodeAffinity";
+const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+const TAINT_TOLERATION: &str = "TaintToleration";
+const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+
+/// Resource weights of the two NodeResourcesFit strategies (cpu, memory).
+const LEAST_ALLOCATED_WEIGHTS: [i64; 2] = [50, 50];
+const MOST_ALLOCATED_WEIGHTS: [i64; 2] = [1, 1];
+
+/// The extended resource BalancedAllocation weighs besides cpu and memory.
+const GPU: &str = "nvidia.com/gpu";
+const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
+
+const MIB: i64 = 1024 * 1024;
+/// ImageLocality: a summed image score below this counts as nothing.
+const IMAGE_MIN_THRESHOLD: i64 = 23 * MIB;
+/// ImageLocality: the summed image score saturates at this much per container.
+const IMAGE_MAX_CONTAINER_THRESHOLD: i64 = 1000 * MIB;
+
+/// The weights of §7.1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeOrderWeights {
+    pub least_requested: i64,
+    pub most_requested: i64,
+    pub balanced_resource: i64,
+    pub node_affinity: i64,
+    pub pod_affinity: i64,
+    pub taint_toleration: i64,
+    pub image_locality: i64,
+    pub pod_topology_spread: i64,
+}
+
+impl Default for NodeOrderWeights {
+    fn default() -> Self {
+        Self {
+            least_requested: 1,
+            most_requested: 0,
+            balanced_resource: 1,
+            node_affinity: 2,
+            pod_affinity: 2,
+            taint_toleration: 3,
+            image_locality: 1,
+            pod_topology_spread: 2,
+        }
+    }
+}
+
+impl NodeOrderWeights {
+    pub fn from_arguments(args: &Arguments) -> Self {
+        let mut w = Self::default();
+        for (key, dst) in [
+            (NODE_AFFINITY_WEIGHT, &mut w.node_affinity),
+            (POD_AFFINITY_WEIGHT, &mut w.pod_affinity),
+            (LEAST_REQUESTED_WEIGHT, &mut w.least_requested),
+            (MOST_REQUESTED_WEIGHT, &mut w.most_requested),
+            (BALANCED_RESOURCE_WEIGHT, &mut w.balanced_resource),
+            (TAINT_TOLERATION_WEIGHT, &mut w.taint_toleration),
+            (IMAGE_LOCALITY_WEIGHT, &mut w.image_locality),
+            (POD_TOPOLOGY_SPREAD_WEIGHT, &mut w.pod_topology_spread),
+        ] {
+            if let Err(e) = args.get_int(key, dst) {
+                tracing::warn!(plugin = NAME, key, error = %e, "argument ignored, default kept");
+            }
+        }
+        w
+    }
+
+    fn any_batch(&self) -> bool {
+        [
+            self.least_requested,
+            self.most_requested,
+            self.balanced_resource,
+            self.node_affinity,
+            self.pod_affinity,
+            self.taint_toleration,
+            self.pod_topology_spread,
+        ]
+        .iter()
+        .any(|&w| w != 0)
+    }
+}
+
+/// Requests of one pod in the units the resource scores use (millicores, bytes, GPU in the
+/// engine's milli-units; the scores only use ratios, so the GPU unit cancels out).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+struct PodRequests {
+    /// Upstream `NonZeroRequested`: 100m / 200 MiB for containers that declare none.
+    non_zero_cpu: i64,
+    non_zero_memory: i64,
+    cpu: i64,
+    memory: i64,
+    gpu: i64,
+}
+
+impl PodRequests {
+    fn of(ssn: &SessionState, task: TaskId, gpu: ResourceName) -> Self {
+        let t = ssn.task(task);
+        let (non_zero_cpu, non_zero_memory) = non_zero_request(&t.spec.pod);
+        let req = t.resreq();
+        // Requests are whole millicores / bytes / milli-units, so the conversion is exact.
+        Self {
+            non_zero_cpu,
+            non_zero_memory,
+            cpu: req.milli_cpu as i64,
+            memory: req.memory as i64,
+            gpu: req.scalar(gpu) as i64,
+        }
+    }
+}
+
+/// What the resource scores need of one node: its allocatable (as the node object states it,
+/// like upstream node infos) and the sums of its pods' requests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct NodeResources {
+    allocatable_cpu: i64,
+    allocatable_memory: i64,
+    allocatable_gpu: i64,
+    requested: PodRequests,
+}
+
+impl NodeResources {
+    fn new(node: &Node, gpu: ResourceName) -> Self {
+        let allocatable = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .map(Resource::from_list)
+            .unwrap_or_default();
+        Self {
+            allocatable_cpu: allocatable.milli_cpu as i64,
+            allocatable_memory: allocatable.memory as i64,
+            allocatable_gpu: allocatable.scalar(gpu) as i64,
+            requested: PodRequests::default(),
+        }
+    }
+
+    fn apply(&mut self, pod: PodRequests, sign: i64) {
+        let r = &mut self.requested;
+        r.non_zero_cpu = r.non_zero_cpu.saturating_add(sign * pod.non_zero_cpu);
+        r.non_zero_memory = r.non_zero_memory.saturating_add(sign * pod.non_zero_memory);
+        r.cpu = r.cpu.saturating_add(sign * pod.cpu);
+        r.memory = r.memory.saturating_add(sign * pod.memory);
+        r.gpu = r.gpu.saturating_add(sign * pod.gpu);
+    }
+
+    /// (requested with the pod, allocatable) for cpu and memory, non-zero requests.
+    fn fit_pairs(&self, pod: &PodRequests) -> [(i64, i64); 2] {
+        [
+            (
+                self.requested.non_zero_cpu.saturating_add(pod.non_zero_cpu),
+                self.allocatable_cpu,
+            ),
+            (
+                self.requested
+                    .non_zero_memory
+                    .saturating_add(pod.non_zero_memory),
+                self.allocatable_memory,
+            ),
+        ]
+    }
+
+    /// BalancedAllocation fractions: cpu, memory, and GPU only when the pod asks for one;
+    /// resources the node does not offer are left out.
+    fn balanced_fractions(&self, pod: &PodRequests) -> Vec<f64> {
+        let candidates = [
+            (self.requested.cpu, pod.cpu, self.allocatable_cpu, true),
+            (
+                self.requested.memory,
+                pod.memory,
+                self.allocatable_memory,
+                true,
+            ),
+            (
+                self.requested.gpu,
+                pod.gpu,
+                self.allocatable_gpu,
+                pod.gpu != 0,
+            ),
+        ];
+        candidates
+            .iter()
+            .filter(|&&(_, _, allocatable, wanted)| wanted && allocatable != 0)
+            .map(|&(node, pod, allocatable, _)| {
+                node.saturating_add(pod) as f64 / allocatable as f64
+            })
+            .collect()
+    }
+}
+
+/// ImageLocality's cluster-wide view of one image name.
+#[derive(Debug)]
+struct ImageSpread {
+    /// Nodes listing the image.
+    nodes_with_image: usize,
+    /// The image's size on each node (by session node index), `None` where it is absent.
+    size_on_node: Vec<Option<i64>>,
+}
+
+impl ImageSpread {
+    fn scan(ssn: &SessionState, name: &str) -> Self {
+        let size_on_node: Vec<Option<i64>> = ssn
+            .nodes
+            .iter()
+            .map(|n| {
+                let images = n
+                    .spec
+                    .node
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.images.as_ref())?;
+                // Upstream keys a node's image states by every name, the first listing winning.
+                images
+                    .iter()
+                    .find(|image| image.names.iter().flatten().any(|n| n == name))
+                    .map(|image| image.size_bytes.unwrap_or(0))
+            })
+            .collect();
+        Self {
+            nodes_with_image: size_on_node.iter().filter(|s| s.is_some()).count(),
+            size_on_node,
+        }
+    }
+}
+
+/// Upstream `normalizedImageName`: an image without a tag is `:latest`.
+fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.rfind(':') <= name.rfind('/') {
+        std::borrow::Cow::Owned(format!("{name}:latest"))
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
+}
+
+/// Upstream ImageLocality `calculatePriority`: clamp the summed image score to
+/// `[23 MiB, 1000 MiB × containers]` and map it linearly onto `0..=100`.
+fn image_score(sum: i64, containers: usize) -> i64 {
+    let max_threshold =
+        IMAGE_MAX_CONTAINER_THRESHOLD.saturating_mul(i64::try_from(containers).unwrap_or(i64::MAX));
+    let clamped = if sum < IMAGE_MIN_THRESHOLD {
+        IMAGE_MIN_THRESHOLD
+    } else if sum > max_threshold {
+        max_threshold
+    } else {
+        sum
+    };
+    let range = i128::from(max_threshold) - i128::from(IMAGE_MIN_THRESHOLD);
+    if range == 0 {
+        return 0;
+    }
+    let score = i128::from(MAX_NODE_SCORE)
+        * (i128::from(clamped) - i128::from(IMAGE_MIN_THRESHOLD))
+        / range;
+    i64::try_from(score).unwrap_or(0)
+}
+
+/// The plugin instance of one session.
+pub struct NodeOrder {
+    weights: NodeOrderWeights,
+    gpu: ResourceName,
+    view: PodView,
+    nodes: Vec<NodeResources>,
+    /// ImageLocality's per-image scans, filled the first time a pod asks for an image.
+    images: RwLock<HashMap<String, Arc<ImageSpread>>>,
+}
+
+/// Builds the plugin from its arguments.
+pub fn new(args: &Arguments) -> Box<dyn Plugin> {
+    Box::new(NodeOrder::from_arguments(args))
+}
+
+/// Checks a normalised sub-plugin score list and adds `score × weight` to `totals` (§7.4).
+fn add_weighted(
+    ssn: &SessionState,
+    plugin: &str,
+    scores: &[i64],
+    weight: i64,
+    nodes: &[NodeId],
+    totals: &mut [f64],
+) -> Result<(), String> {
+    for ((&score, &node), total) in scores.iter().zip(nodes).zip(totals.iter_mut()) {
+        if !(0..=MAX_NODE_SCORE).contains(&score) {
+            return Err(format!(
+                "{plugin} returns an invalid score {score} for node {}",
+                ssn.node(node).name()
+            ));
+        }
+        *total += score.saturating_mul(weight) as f64;
+    }
+    Ok(())
+}
+
+impl NodeOrder {
+    pub fn from_arguments(args: &Arguments) -> Self {
+        NodeOrder {
+            weights: NodeOrderWeights::from_arguments(args),
+            gpu: ResourceName::new(GPU),
+            view: PodView::default(),
+            nodes: Vec::new(),
+            images: RwLock::new(HashMap::new()),
+        }
+    }
+
+    fn resources(&self, node: NodeId) -> Option<&NodeResources> {
+        self.nodes.get(node.index())
+    }
+
+    fn track_requests(&mut self, ssn: &SessionState, task: TaskId, sign: i64) {
+        let Some(node) = ssn.task(task).node else {
+            return;
+        };
+        let pod = PodRequests::of(ssn, task, self.gpu);
+        if let Some(n) = self.nodes.get_mut(node.index()) {
+            n.apply(pod, sign);
+        }
+    }
+
+    fn image_spread(&self, ssn: &SessionState, name: &str) -> Arc<ImageSpread> {
+        // A poisoned lock only means another thread panicked between whole-entry inserts.
+        if let Some(found) = self
+            .images
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+        {
+            return found.clone();
+        }
+        let spread = Arc::new(ImageSpread::scan(ssn, name));
+        self.images
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(name.to_string())
+            .or_insert(spread)
+            .clone()
+    }
+
+    /// ImageLocality raw score of the pod on one node (no normalisation upstream).
+    fn image_locality(&self, ssn: &SessionState, pod: &Pod, node: NodeId) -> i64 {
+        let Some(spec) = pod.spec.as_ref() else {
+            return 0;
+        };
+        let total_nodes = ssn.nodes.len();
+        let containers: Vec<_> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers)
+            .collect();
+        let mut sum: i64 = 0;
+        for container in &containers {
+            let Some(image) = container.image.as_deref() else {
+                continue;
+            };
+            let spread = self.image_spread(ssn, &normalized_image_name(image));
+            if let Some(Some(size)) = spread.size_on_node.get(node.index())
+                && total_nodes > 0
+            {
+                let share = spread.nodes_with_image as f64 / total_nodes as f64;
+                sum = sum.saturating_add((*size as f64 * share) as i64);
+            }
+        }
+        image_score(sum, containers.len())
+    }
+
+    /// Per-candidate raw scores of the resource strategies; `None` when PreScore skips.
+    fn resource_scores(
+        &self,
+        which: &str,
+        pod: &PodRequests,
+        nodes: &[NodeId],
+    ) -> Option<Vec<i64>> {
+        let per_node = |f: &dyn Fn(&NodeResources) -> i64| -> Vec<i64> {
+            nodes
+                .iter()
+                .map(|&n| self.resources(n).map_or(0, f))
+                .collect()
+        };
+        match which {
+            LEAST_ALLOCATED => Some(per_node(&|n| {
+                least_allocated_score(&n.fit_pairs(pod), &LEAST_ALLOCATED_WEIGHTS)
+            })),
+            MOST_ALLOCATED => Some(per_node(&|n| {
+                most_allocated_score(&n.fit_pairs(pod), &MOST_ALLOCATED_WEIGHTS)
+            })),
+            _ => {
+                // A best-effort pod (no cpu, memory or GPU request) is not balanced-scored.
+                if pod.cpu == 0 && pod.memory == 0 && pod.gpu == 0 {
+                    return None;
+                }
+                Some(per_node(&|n| {
+                    balanced_allocation_score(&n.balanced_fractions(pod))
+                }))
+            }
+        }
+    }
+
+    /// The batch sub-plugins of §7.4, in table order, summed into `totals`.
+    fn batch(
+        &self,
+        ssn: &SessionState,
+        task: TaskId,
+        nodes: &[NodeId],
+        totals: &mut [f64],
+    ) -> Result<(), String> {
+        let w = &self.weights;
+        let pod = ssn.task(task).spec.pod.as_ref();
+        let candidates: Vec<&Node> = nodes
+            .iter()
+            .map(|&n| ssn.node(n).spec.node.as_ref())
+            .collect();
+
+        let requests = PodRequests::of(ssn, task, self.gpu);
+        for (name, weight) in [
+            (LEAST_ALLOCATED, w.least_requested),
+            (MOST_ALLOCATED, w.most_requested),
+            (BALANCED_ALLOCATION, w.balanced_resource),
+        ] {
+            if weight == 0 {
+                continue;
+            }
+            if let Some(scores) = self.resource_scores(name, &requests, nodes) {
+                add_weighted(ssn, name, &scores, weight, nodes, totals)?;
+            }
+        }
+
+        if w.node_affinity != 0 {
+            let preferred = PreferredNodeAffinity::from_pod(pod).map_err(|e| e.to_string())?;
+            if let Some(preferred) = preferred {
+                let mut scores: Vec<i64> = candidates.iter().map(|n| preferred.score(n)).collect();
+                normalize_max(&mut scores, false);
+                add_weighted(ssn, NODE_AFFINITY, &scores, w.node_affinity, nodes, totals)?;
+            }
+        }
+
+        if w.pod_affinity != 0 && !candidates.is_empty() {
+            // Without preferred terms of its own, only placed pods with affinity can score.
+            let placed: Vec<PlacedPod<'_>> = if has_preferred_pod_affinity_terms(pod) {
+                self.view.placed(ssn).collect()
+            } else {
+                self.view.placed_with_pod_affinity(ssn).collect()
+            };
+            if !placed.is_empty() {
+                let ns = |name: &str| namespace_labels(ssn, name);
+                if let Some(scores) = preferred_affinity_scores(pod, &placed, &candidates, &ns) {
+                    add_weighted(
+                        ssn,
+                        INTER_POD_AFFINITY,
+                        &scores,
+                        w.pod_affinity,
+                        nodes,
+                        totals,
+                    )?;
+                }
+            }
+        }
+
+        if w.taint_toleration != 0 {
+            let mut scores: Vec<i64> = candidates
+                .iter()
+                .map(|n| count_intolerable_prefer_no_schedule(pod, n))
+                .collect();
+            normalize_max(&mut scores, true);
+            add_weighted(
+                ssn,
+                TAINT_TOLERATION,
+                &scores,
+                w.taint_toleration,
+                nodes,
+                totals,
+            )?;
+        }
+
+        if w.pod_topology_spread != 0 && has_spread_constraint(pod, SCHEDULE_ANYWAY) {
+            let placed: Vec<PlacedPod<'_>> = self.view.placed(ssn).collect();
+            let every_node = all_nodes(ssn);
+            let required = RequiredNodeAffinity::from_pod(pod);
+            if let Some(scores) = spread_scores(pod, &placed, &candidates, &every_node, &|n| {
+                required.matches(n)
+            }) {
+                add_weighted(
+                    ssn,
+                    POD_TOPOLOGY_SPREAD,
+                    &scores,
+                    w.pod_topology_spread,
+                    nodes,
+                    totals,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Plugin for NodeOrder {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn on_session_open(&mut self, ssn: &mut SessionState) {
+        self.view = PodView::open(ssn, false, self.weights.pod_affinity != 0);
+        let gpu = self.gpu;
+        self.nodes = ssn
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut resources = NodeResources::new(&node.spec.node, gpu);
+                for &(task, _) in &node.tasks {
+                    resources.apply(PodRequests::of(ssn, task, gpu), 1);
+                }
+                resources
+            })
+            .collect();
+    }
+
+    fn extension_points(&self) -> ExtensionPoints {
+        let mut points = ExtensionPoints::EVENT_HANDLER;
+        // A zero weight contributes nothing, so the point is left unregistered (same result,
+        // and the engine then skips the per-node loop).
+        if self.weights.image_locality != 0 {
+            points = points | ExtensionPoints::NODE_ORDER;
+        }
+        if self.weights.any_batch() {
+            points = points | ExtensionPoints::BATCH_NODE_ORDER;
+        }
+        points
+    }
+
+    fn node_order(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<f64, String> {
+        let score = self.image_locality(ssn, &ssn.task(task).spec.pod, node);
+        Ok(score as f64 * self.weights.image_locality as f64)
+    }
+
+    fn batch_node_order(
+        &self,
+        ssn: &SessionState,
+        task: TaskId,
+        nodes: &[NodeId],
+    ) -> Result<Vec<f64>, String> {
+        let mut totals = vec![0.0; nodes.len()];
+        self.batch(ssn, task, nodes, &mut totals)?;
+        Ok(totals)
+    }
+
+    fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
+        self.view.added(ssn, task);
+        self.track_requests(ssn, task, 1);
+        Ok(())
+    }
+
+    fn on_deallocate(&mut self, ssn: &SessionState, task: TaskId) {
+        self.view.removed(ssn, task);
+        self.track_requests(ssn, task, -1);
+    }
+}

@@ -1,0 +1,648 @@
+//! `overcommit`: admission control for the enqueue action against the cluster's capacity
+//! inflated by a factor (spec/plugins-core.md §10).
+//!
+//! At open, `idle = total × factor − Σ node.used`, and `inqueue` sums what admitted jobs have
+//! reserved: the full `minResources` of Inqueue PodGroups, and for Running PodGroups that reached
+//! `minMember` allocated tasks, the part of `minResources` not allocated yet. A job is admitted
+//! when `inqueue + minResources` fits into `idle` on the dimensions the job asks for; admitting it
+//! (`JobEnqueued`) adds its minimum to `inqueue`. Resources of scheduling-gated pods are not
+//! reserved (§0.7 `DeductSchGatedResources`).
+//!
+//! A rejection records the Normal `Unschedulable` PodGroup event of spec/kubernetes.md §7.8.
+//! `JobEnqueueable` only sees the session read-only, so the events are queued here and recorded
+//! by the close hook.
+
+use std::sync::{Mutex, PoisonError};
+
+use engine::conf::Arguments;
+use engine::framework::{EventType, ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
+use engine::model::job::phase;
+use engine::model::resource::{CPU, MEMORY, PODS, is_count_quota, is_scalar_resource_name};
+use engine::model::{JobId, JobInfo, Resource, ResourceName, TaskInfo};
+
+/// Registered plugin name.
+pub const NAME: &str = "overcommit";
+
+/// Argument key of the factor.
+const FACTOR_KEY: &str = "overcommit-factor";
+/// Factor used when the argument is absent, of the wrong type or below 1.
+const DEFAULT_FACTOR: f64 = 1.2;
+
+/// Builds the plugin, reading `overcommit-factor` (§10.1).
+pub fn new(args: &Arguments) -> Box<dyn Plugin> {
+    Box::new(OvercommitPlugin {
+        factor: parse_factor(args),
+        idle: Resource::empty(),
+        inqueue: Resource::empty(),
+        rejections: Mutex::new(Vec::new()),
+    })
+}
+
+/// §10.1: a float or an integer; anything below 1.0 falls back to the default, not to 1.0.
+fn parse_factor(args: &Arguments) -> f64 {
+    let mut factor = DEFAULT_FACTOR;
+    if let Err(e) = args.get_float(FACTOR_KEY, &mut factor) {
+        tracing::warn!(key = FACTOR_KEY, error = %e, "overcommit: ignoring argument");
+    }
+    // Volcano lets NaN and +∞ through (they are not below 1); both make every comparison
+    // meaningless, so they are refused as well.
+    if factor < 1.0 || !factor.is_finite() {
+        tracing::warn!(
+            key = FACTOR_KEY,
+            value = factor,
+            default = DEFAULT_FACTOR,
+            "overcommit: factor must be a number of at least 1; using the default"
+        );
+        factor = DEFAULT_FACTOR;
+    }
+    factor
+}
+
+struct OvercommitPlugin {
+    factor: f64,
+    /// Inflated capacity not used by any pod.
+    idle: Resource,
+    /// Reserved by admitted jobs.
+    inqueue: Resource,
+    /// Jobs rejected by `job_enqueueable` with the event message, recorded at close.
+    rejections: Mutex<Vec<(JobId, String)>>,
+}
+
+impl Plugin for OvercommitPlugin {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::JOB_ENQUEUEABLE | ExtensionPoints::JOB_ENQUEUED
+    }
+
+    /// §10.2.
+    fn on_session_open(&mut self, ssn: &mut SessionState) {
+        let mut used = Resource::empty();
+        for node in &ssn.nodes {
+            used.add(&node.used);
+        }
+        let mut idle = ssn.total_resource.clone();
+        idle.multi(self.factor).sub_without_assert(&used);
+        self.idle = idle;
+
+        for job in &ssn.jobs {
+            let Some(min) = &job.min_resources else {
+                continue;
+            };
+            if job.status.phase == phase::INQUEUE {
+                // Admitted but not running: the whole minimum stays reserved.
+                self.inqueue
+                    .add(&deduct_sch_gated_resources(job, &ssn.tasks, min));
+            } else if job.status.phase == phase::RUNNING
+                && job.allocated_task_num() >= job.min_available
+            {
+                // Running at its gang size: only what is not allocated yet (a finished Spark
+                // driver must not reserve its share again).
+                let reserved = inqueue_resource(ssn, job);
+                self.inqueue
+                    .add(&deduct_sch_gated_resources(job, &ssn.tasks, &reserved));
+            }
+        }
+    }
+
+    fn on_session_close(&mut self, ssn: &mut SessionState) {
+        let rejections = std::mem::take(
+            self.rejections
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for (job, message) in rejections {
+            ssn.record_job_event(
+                job,
+                EventType::Normal,
+                apis::condition_type::UNSCHEDULABLE,
+                message,
+            );
+        }
+    }
+
+    /// §10.3: permit when `inqueue + min` fits into `idle` on the requested dimensions.
+    fn job_enqueueable(&self, ssn: &SessionState, job: JobId) -> i32 {
+        let j = ssn.job(job);
+        let Some(min) = &j.min_resources else {
+            // A best-effort job reserves nothing.
+            return PERMIT;
+        };
+        let mut wanted = self.inqueue.clone();
+        wanted.add(min);
+        let (fits, overused) =
+            wanted.less_equal_with_dimension_and_resources_name(Some(&self.idle), Some(min));
+        if fits {
+            return PERMIT;
+        }
+        tracing::debug!(job = %j.uid, ?overused, "overcommit: resource in cluster is overused");
+        self.rejections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((
+                job,
+                format_resource_names("resource in cluster is overused", "overused", &overused),
+            ));
+        REJECT
+    }
+
+    /// §10.3: the admitted job's minimum is reserved from now on.
+    fn job_enqueued(&mut self, ssn: &SessionState, job: JobId) {
+        let j = ssn.job(job);
+        if let Some(min) = &j.min_resources {
+            self.inqueue
+                .add(&deduct_sch_gated_resources(j, &ssn.tasks, min));
+        }
+    }
+}
+
+/// `util.FormatResourceNames`: `"<prefix>: <verb> <r1>, <verb> <r2>"`, or just the prefix.
+fn format_resource_names(prefix: &str, verb: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        return prefix.to_string();
+    }
+    let parts: Vec<String> = names.iter().map(|n| format!("{verb} {n}")).collect();
+    format!("{prefix}: {}", parts.join(", "))
+}
+
+/// `util.GetInqueueResource` (§0.7): per name listed in the PodGroup's `minResources`, what the
+/// job has not been allocated yet. cpu, memory and pods keep only a positive remainder; another
+/// scalar keeps its full minimum when the job holds none of it at all. Names that are not
+/// scheduling resources (`count/…`, `ephemeral-storage`, unqualified names) are skipped.
+pub fn inqueue_resource(ssn: &SessionState, job: &JobInfo) -> Resource {
+    let mut reserved = Resource::empty();
+    let (Some(min), Some(names)) = (
+        &job.min_resources,
+        ssn.snapshot
+            .pod_group(&job.uid)
+            .and_then(|pg| pg.spec.min_resources.as_ref()),
+    ) else {
+        return reserved;
+    };
+    let allocated = &job.allocated;
+    for name in names.keys() {
+        match name.as_str() {
+            CPU => {
+                let left = min.milli_cpu - allocated.milli_cpu;
+                if left > 0.0 {
+                    reserved.milli_cpu = left;
+                }
+            }
+            MEMORY => {
+                let left = min.memory - allocated.memory;
+                if left > 0.0 {
+                    reserved.memory = left;
+                }
+            }
+            PODS => {
+                let left = min.scalar(ResourceName::PODS) - allocated.scalar(ResourceName::PODS);
+                if left > 0.0 {
+                    reserved.set_scalar(ResourceName::PODS, left);
+                }
+            }
+            other if is_count_quota(other) || !is_scalar_resource_name(other) => {}
+            other => {
+                let n = ResourceName::new(other);
+                let wanted = min.scalar(n);
+                match allocated.scalars.get(n) {
+                    None => reserved.set_scalar(n, wanted),
+                    Some(held) if wanted - held > 0.0 => reserved.set_scalar(n, wanted - held),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    reserved
+}
+
+/// `JobInfo.DeductSchGatedResources` (§0.7, framework.md §5.5.8): `res` minus the requests of
+/// the job's scheduling-gated pods (pods held only by Volcano's queue-allocation gate still
+/// count), each dimension floored at 0; scalars `res` lacks are ignored.
+pub fn deduct_sch_gated_resources(job: &JobInfo, tasks: &[TaskInfo], res: &Resource) -> Resource {
+    let mut gated = Resource::empty();
+    for &t in &job.tasks {
+        let spec = &tasks[t.index()].spec;
+        if spec.sch_gated && !spec.only_volcano_gate {
+            gated.add(&spec.resreq);
+        }
+    }
+    // Most jobs have no gated pods; a gated request of only `pods` also counts as none.
+    if gated.is_empty() {
+        return res.clone();
+    }
+    let mut result = res.clone();
+    result.milli_cpu = (result.milli_cpu - gated.milli_cpu).max(0.0);
+    result.memory = (result.memory - gated.memory).max(0.0);
+    for (n, v) in res.scalars.iter() {
+        if let Some(g) = gated.scalars.get(n) {
+            result.set_scalar(n, (v - g).max(0.0));
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
+    use engine::conf::{ArgValue, PluginOption};
+    use engine::framework::Session;
+    use serde_json::{Value, json};
+
+    fn args(value: ArgValue) -> Arguments {
+        Arguments::from_pairs(&[(FACTOR_KEY, value)])
+    }
+
+    fn plugin_with(ssn: &mut Session, factor: f64) -> Box<dyn Plugin> {
+        let mut p = new(&args(ArgValue::Float(factor)));
+        p.on_session_open(&mut ssn.state);
+        p
+    }
+
+    fn pending_group(name: &str, min_resources: Value) -> Value {
+        let mut pg = pod_group("ns", name, 1);
+        pg["spec"]["minResources"] = min_resources;
+        pg
+    }
+
+    fn with_phase(mut pg: Value, phase: &str) -> Value {
+        pg["status"] = json!({"phase": phase});
+        pg
+    }
+
+    /// Cluster of O-1: cpu total 10000m, 4000m used by a running pod of another job, and an
+    /// Inqueue job reserving 3000m.
+    fn o1_cluster() -> TestCluster {
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "10", "memory": "64Gi", "pods": "110"}));
+        c.pod(pod(
+            "ns",
+            "busy",
+            None,
+            "Running",
+            Some("n1"),
+            json!({"cpu": "4"}),
+        ));
+        c.pod_group(with_phase(
+            pending_group("reserved", json!({"cpu": "3"})),
+            "Inqueue",
+        ));
+        c.pod_group(pending_group("fits", json!({"cpu": "5"})));
+        c.pod_group(pending_group("too-big", json!({"cpu": "5001m"})));
+        c.pod_group(pending_group("tiny", json!({"cpu": "1m"})));
+        c.pod_group(pod_group("ns", "best-effort", 1));
+        c
+    }
+
+    #[test]
+    fn o1_idle_is_total_times_factor_minus_used_and_admission_is_strict() {
+        let mut ssn = o1_cluster().session(&[&[NAME]]);
+        let p = plugin_with(&mut ssn, 1.2);
+        let s = &ssn.state;
+        assert_eq!(p.job_enqueueable(s, s.job_by_key("ns/fits")), PERMIT);
+        assert_eq!(p.job_enqueueable(s, s.job_by_key("ns/too-big")), REJECT);
+    }
+
+    #[test]
+    fn o1_rejection_records_the_overused_event_at_close() {
+        let mut ssn = o1_cluster().session(&[&[NAME]]);
+        let mut p = plugin_with(&mut ssn, 1.2);
+        let job = ssn.state.job_by_key("ns/too-big");
+        assert_eq!(p.job_enqueueable(&ssn.state, job), REJECT);
+        assert!(ssn.state.events.is_empty());
+        p.on_session_close(&mut ssn.state);
+        assert_eq!(ssn.state.events.len(), 1);
+        let e = &ssn.state.events[0];
+        assert_eq!(e.type_, EventType::Normal);
+        assert_eq!(e.reason, "Unschedulable");
+        assert_eq!(e.message, "resource in cluster is overused: overused cpu");
+        assert_eq!(e.object.kind, "PodGroup");
+        assert_eq!(e.object.name, "too-big");
+        assert_eq!(e.object.namespace.as_deref(), Some("ns"));
+    }
+
+    #[test]
+    fn o2_enqueued_job_reserves_its_minimum() {
+        let mut ssn = o1_cluster().session(&[&[NAME]]);
+        let mut p = plugin_with(&mut ssn, 1.2);
+        let (fits, tiny) = (
+            ssn.state.job_by_key("ns/fits"),
+            ssn.state.job_by_key("ns/tiny"),
+        );
+        assert_eq!(p.job_enqueueable(&ssn.state, tiny), PERMIT);
+        p.job_enqueued(&ssn.state, fits);
+        assert_eq!(p.job_enqueueable(&ssn.state, tiny), REJECT);
+    }
+
+    #[test]
+    fn o2_through_the_dispatcher() {
+        let mut ssn = o1_cluster().session(&[&[NAME]]);
+        let (fits, tiny) = (
+            ssn.state.job_by_key("ns/fits"),
+            ssn.state.job_by_key("ns/tiny"),
+        );
+        assert!(ssn.job_enqueueable(fits));
+        ssn.job_enqueued(fits);
+        assert!(!ssn.job_enqueueable(tiny));
+        let decisions = ssn.close();
+        let overused: Vec<_> = decisions
+            .events
+            .iter()
+            .filter(|e| e.message.starts_with("resource in cluster is overused"))
+            .collect();
+        assert_eq!(overused.len(), 1);
+        assert_eq!(overused[0].object.name, "tiny");
+    }
+
+    #[test]
+    fn o3_factor_argument() {
+        assert_eq!(parse_factor(&args(ArgValue::Float(0.5))), 1.2);
+        assert_eq!(parse_factor(&args(ArgValue::Int(2))), 2.0);
+        assert_eq!(parse_factor(&args(ArgValue::Float(1.0))), 1.0);
+        assert_eq!(parse_factor(&args(ArgValue::Str("1.5".into()))), 1.2);
+        assert_eq!(parse_factor(&args(ArgValue::Float(f64::NAN))), 1.2);
+        assert_eq!(parse_factor(&Arguments::new()), 1.2);
+    }
+
+    #[test]
+    fn o3_factor_changes_idle() {
+        // With factor 2: idle = 20000 − 4000 = 16000, inqueue 3000 ⇒ 13000 fits, 13001 does not.
+        let mut c = o1_cluster();
+        c.pod_group(pending_group("big", json!({"cpu": "13"})));
+        c.pod_group(pending_group("bigger", json!({"cpu": "13001m"})));
+        let option = PluginOption::new(NAME).with_arguments(args(ArgValue::Int(2)));
+        let ssn = c.session_with(vec![vec![option]]);
+        assert!(ssn.job_enqueueable(ssn.state.job_by_key("ns/big")));
+        assert!(!ssn.job_enqueueable(ssn.state.job_by_key("ns/bigger")));
+    }
+
+    #[test]
+    fn o4_job_without_min_resources_is_permitted() {
+        let mut c = TestCluster::new();
+        c.pod_group(pod_group("ns", "best-effort", 1));
+        // No node at all: idle is zero, yet the job needs nothing reserved.
+        let mut ssn = c.session(&[&[NAME]]);
+        let p = plugin_with(&mut ssn, 1.2);
+        assert_eq!(
+            p.job_enqueueable(&ssn.state, ssn.state.job_by_key("ns/best-effort")),
+            PERMIT
+        );
+    }
+
+    #[test]
+    fn o5_inqueue_phase_reserves_the_full_minimum_even_when_partly_allocated() {
+        // Total 10000 × 1.0; the Inqueue job has a 1000m task bound (used 1000) and reserves
+        // its full 2000 ⇒ idle 9000, inqueue 2000 ⇒ 7000 fits and 7001 does not.
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "10", "memory": "64Gi", "pods": "110"}));
+        let mut reserved = with_phase(pending_group("reserved", json!({"cpu": "2"})), "Inqueue");
+        reserved["spec"]["minMember"] = json!(2);
+        c.pod_group(reserved);
+        c.pod(pod(
+            "ns",
+            "r-0",
+            Some("reserved"),
+            "Running",
+            Some("n1"),
+            json!({"cpu": "1"}),
+        ));
+        c.pod(pod(
+            "ns",
+            "r-1",
+            Some("reserved"),
+            "Pending",
+            None,
+            json!({"cpu": "1"}),
+        ));
+        c.pod_group(pending_group("a", json!({"cpu": "7"})));
+        c.pod_group(pending_group("b", json!({"cpu": "7001m"})));
+        let mut ssn = c.session(&[&[NAME]]);
+        let p = plugin_with(&mut ssn, 1.0);
+        assert_eq!(
+            p.job_enqueueable(&ssn.state, ssn.state.job_by_key("ns/a")),
+            PERMIT
+        );
+        assert_eq!(
+            p.job_enqueueable(&ssn.state, ssn.state.job_by_key("ns/b")),
+            REJECT
+        );
+    }
+
+    #[test]
+    fn o6_requested_scalar_missing_from_the_cluster_is_rejected() {
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "10", "memory": "64Gi", "pods": "110"}));
+        c.pod_group(pending_group(
+            "gpu",
+            json!({"cpu": "1", "nvidia.com/gpu": "1"}),
+        ));
+        let mut ssn = c.session(&[&[NAME]]);
+        let mut p = plugin_with(&mut ssn, 1.2);
+        let job = ssn.state.job_by_key("ns/gpu");
+        assert_eq!(p.job_enqueueable(&ssn.state, job), REJECT);
+        p.on_session_close(&mut ssn.state);
+        assert_eq!(
+            ssn.state.events[0].message,
+            "resource in cluster is overused: overused nvidia.com/gpu"
+        );
+    }
+
+    #[test]
+    fn unrequested_dimensions_and_pods_are_not_checked() {
+        // The cluster has no memory and one pod slot left; the job asks for cpu and pods only.
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "10", "pods": "1"}));
+        c.pod_group(pending_group("cpu-only", json!({"cpu": "1", "pods": "5"})));
+        let mut ssn = c.session(&[&[NAME]]);
+        let p = plugin_with(&mut ssn, 1.0);
+        assert_eq!(
+            p.job_enqueueable(&ssn.state, ssn.state.job_by_key("ns/cpu-only")),
+            PERMIT
+        );
+    }
+
+    #[test]
+    fn running_job_at_gang_size_reserves_only_the_unallocated_remainder() {
+        // minResources cpu 3 / gpu 2 with 2 × 1 cpu running ⇒ reserves cpu 1000 and, because
+        // the job holds no gpu, the full 2000 gpu.
+        let mut c = TestCluster::new();
+        c.node(
+            "n1",
+            json!({"cpu": "10", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "4"}),
+        );
+        let mut running = with_phase(
+            pending_group(
+                "running",
+                json!({"cpu": "3", "nvidia.com/gpu": "2", "count/pods": "3", "ephemeral-storage": "1Gi"}),
+            ),
+            "Running",
+        );
+        running["spec"]["minMember"] = json!(2);
+        c.pod_group(running);
+        c.pod(pod(
+            "ns",
+            "w-0",
+            Some("running"),
+            "Running",
+            Some("n1"),
+            json!({"cpu": "1"}),
+        ));
+        c.pod(pod(
+            "ns",
+            "w-1",
+            Some("running"),
+            "Running",
+            Some("n1"),
+            json!({"cpu": "1"}),
+        ));
+        let ssn = c.session(&[&[NAME]]);
+        let job = ssn.state.job(ssn.state.job_by_key("ns/running"));
+        let reserved = inqueue_resource(&ssn.state, job);
+        assert_eq!(reserved.milli_cpu, 1000.0);
+        assert_eq!(reserved.memory, 0.0);
+        assert_eq!(reserved.get("nvidia.com/gpu"), 2000.0);
+        // ephemeral-storage is not a Kubernetes scalar resource name and is not reserved.
+        assert_eq!(reserved.get("ephemeral-storage"), 0.0);
+
+        // Idle 10000 − 2000 = 8000, inqueue 1000 ⇒ 7000 fits, 7001 does not.
+        let mut c2 = c;
+        c2.pod_group(pending_group("a", json!({"cpu": "7"})));
+        c2.pod_group(pending_group("b", json!({"cpu": "7001m"})));
+        let mut ssn = c2.session(&[&[NAME]]);
+        let p = plugin_with(&mut ssn, 1.0);
+        assert_eq!(
+            p.job_enqueueable(&ssn.state, ssn.state.job_by_key("ns/a")),
+            PERMIT
+        );
+        assert_eq!(
+            p.job_enqueueable(&ssn.state, ssn.state.job_by_key("ns/b")),
+            REJECT
+        );
+    }
+
+    #[test]
+    fn running_job_below_gang_size_reserves_nothing() {
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "10", "memory": "64Gi", "pods": "110"}));
+        let mut running = with_phase(pending_group("running", json!({"cpu": "5"})), "Running");
+        running["spec"]["minMember"] = json!(2);
+        c.pod_group(running);
+        c.pod(pod(
+            "ns",
+            "w-0",
+            Some("running"),
+            "Running",
+            Some("n1"),
+            json!({"cpu": "1"}),
+        ));
+        c.pod(pod(
+            "ns",
+            "w-1",
+            Some("running"),
+            "Succeeded",
+            Some("n1"),
+            json!({"cpu": "1"}),
+        ));
+        c.pod_group(pending_group("a", json!({"cpu": "9"})));
+        let mut ssn = c.session(&[&[NAME]]);
+        let p = plugin_with(&mut ssn, 1.0);
+        // Idle 10000 − 1000 = 9000, nothing reserved.
+        assert_eq!(
+            p.job_enqueueable(&ssn.state, ssn.state.job_by_key("ns/a")),
+            PERMIT
+        );
+    }
+
+    #[test]
+    fn gated_pods_are_not_reserved_but_queue_gated_ones_are() {
+        let gate = |p: &mut Value, name: &str| {
+            p["spec"]["schedulingGates"] = json!([{"name": name}]);
+        };
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "10", "memory": "64Gi", "pods": "110"}));
+        c.pod_group(with_phase(
+            pending_group("gated", json!({"cpu": "4"})),
+            "Inqueue",
+        ));
+        let mut g = pod(
+            "ns",
+            "g-0",
+            Some("gated"),
+            "Pending",
+            None,
+            json!({"cpu": "3"}),
+        );
+        gate(&mut g, "example.com/hold");
+        c.pod(g);
+        c.pod_group(with_phase(
+            pending_group("queued", json!({"cpu": "2"})),
+            "Inqueue",
+        ));
+        let mut q = pod(
+            "ns",
+            "q-0",
+            Some("queued"),
+            "Pending",
+            None,
+            json!({"cpu": "2"}),
+        );
+        gate(&mut q, "scheduling.volcano.sh/queue-allocation-gate");
+        c.pod(q);
+        let ssn = c.session(&[&[NAME]]);
+        let s = &ssn.state;
+        let gated = s.job(s.job_by_key("ns/gated"));
+        let min = gated.min_resources.clone().expect("minResources");
+        assert_eq!(
+            deduct_sch_gated_resources(gated, &s.tasks, &min).milli_cpu,
+            1000.0
+        );
+        let queued = s.job(s.job_by_key("ns/queued"));
+        let min = queued.min_resources.clone().expect("minResources");
+        assert_eq!(
+            deduct_sch_gated_resources(queued, &s.tasks, &min).milli_cpu,
+            2000.0
+        );
+    }
+
+    #[test]
+    fn deduction_floors_at_zero_and_ignores_scalars_the_minimum_lacks() {
+        let mut c = TestCluster::new();
+        c.pod_group(pending_group(
+            "gated",
+            json!({"cpu": "1", "nvidia.com/gpu": "1"}),
+        ));
+        let mut g = pod(
+            "ns",
+            "g-0",
+            Some("gated"),
+            "Pending",
+            None,
+            json!({"cpu": "3", "nvidia.com/gpu": "2", "example.com/fpga": "1"}),
+        );
+        g["spec"]["schedulingGates"] = json!([{"name": "example.com/hold"}]);
+        c.pod(g);
+        let ssn = c.session(&[&[NAME]]);
+        let s = &ssn.state;
+        let job = s.job(s.job_by_key("ns/gated"));
+        let min = job.min_resources.clone().expect("minResources");
+        let left = deduct_sch_gated_resources(job, &s.tasks, &min);
+        assert_eq!(left.milli_cpu, 0.0);
+        assert_eq!(left.get("nvidia.com/gpu"), 0.0);
+        assert!(
+            left.scalars
+                .get(ResourceName::new("example.com/fpga"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn format_resource_names_lists_each_name_with_the_verb() {
+        assert_eq!(format_resource_names("p", "overused", &[]), "p");
+        assert_eq!(
+            format_resource_names("p", "overused", &["cpu".into(), "memory".into()]),
+            "p: overused cpu, overused memory"
+        );
+    }
+}

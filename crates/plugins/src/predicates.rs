@@ -1,0 +1,892 @@
+//! `predicates`: may this task run on this node? (spec/plugins-core.md §6).
+//!
+//! Volcano embeds upstream Kubernetes filter plugins; this module runs the same checks, in the
+//! same order and with the same status codes and reasons (§6.3, §6.5), on the k8s library in
+//! [`crate::k8s`]:
+//!
+//! 1. the pod-count check: `allocatable pods <= pods on the node` ⇒ Unschedulable
+//!    "node(s) pod number exceeded" (recorded, does not stop the other filters);
+//! 2. the "stable" filters NodeUnschedulable, NodeAffinity, TaintToleration — optionally through
+//!    the equivalence cache keyed by the `volcano.sh/template-uid` annotation
+//!    (`predicate.CacheEnable`);
+//! 3. NodePorts, InterPodAffinity, PodTopologySpread.
+//!
+//! A filter failing with UnschedulableAndUnresolvable (or Error/Wait/Skip) ends the check; an
+//! Unschedulable one is recorded and the next filter runs.
+//!
+//! PrePredicate (§6.4) runs the PreFilter step once per task attempt: a filter with nothing to
+//! check for the pod (no node selector or required node affinity, no host port, no inter-pod
+//! constraint in play, no `DoNotSchedule` spread constraint) goes into the task's skip set, which
+//! lasts for the session as in Volcano; the rest of the per-task work (parsed node affinity,
+//! wanted host ports, inter-pod affinity and spread counts over the placed pods) is stashed for
+//! `predicate`, which runs in parallel across nodes and only reads.
+//!
+//! Pods on nodes are seen as Volcano's shared upstream node infos see them (§6.8): the tasks on
+//! each node at open, plus the allocations and pipelines of the session, minus the tasks evicted
+//! in the session (Volcano removes those from its node infos at once, while the node keeps
+//! accounting them as Releasing). [`PodView`] keeps that view; `nodeorder` uses it too.
+//!
+//! Not modelled, on purpose: the volume filters NodeVolumeLimits (CSI), VolumeZone and
+//! VolumeBinding (with its reserve/pre-bind and score) and DynamicResources (DRA). The engine has
+//! no PersistentVolumes, StorageClasses, CSINodes or ResourceClaims, so these filters pass every
+//! node; their `predicate.*Enable` arguments are read and accepted but change nothing. The
+//! SidecarContainers feature gate is GA (locked on) in Kubernetes v1.36, so pods with restartable
+//! init containers are never refused. Device sharing (Volcano's device registry) belongs to the
+//! `deviceshare` plugin and is not handled here.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use engine::conf::Arguments;
+use engine::framework::{ExtensionPoints, Plugin, SessionState};
+use engine::model::{FitError, FitStatus, NodeId, StatusCode, TaskId};
+use k8s_openapi::api::core::v1::{Node, Pod, PodAffinity, PodAntiAffinity};
+
+use crate::k8s::labels::PlacedPod;
+use crate::k8s::node_affinity::{
+    NODE_AFFINITY_MISMATCH, NODE_AFFINITY_TERMS_CONFLICT, RequiredNodeAffinity,
+    has_required_node_constraints, required_terms_conflict,
+};
+use crate::k8s::pod_affinity::AffinityFilterState;
+use crate::k8s::ports::{HostPort, PORTS_CONFLICT, pod_host_ports, ports_conflict};
+use crate::k8s::taints::{find_untolerated_taint, untolerated_taint_reason};
+use crate::k8s::topology_spread::SpreadFilterState;
+use crate::k8s::unschedulable::node_unschedulable;
+
+/// Registered plugin name.
+pub const NAME: &str = "predicates";
+
+/// Reason of the pod-count check (Volcano's `NodePodNumberExceeded`).
+pub const POD_NUMBER_EXCEEDED: &str = "node(s) pod number exceeded";
+/// Reason of an equivalence-cache hit that did not fit.
+pub const CACHE_NOT_FIT: &str = "plugin equivalence cache predicates failed";
+/// Plugin name carried by the equivalence-cache status (the argument key, as in Volcano).
+pub const CACHE_PLUGIN: &str = "predicate.CacheEnable";
+
+const NODE_AFFINITY_ENABLE: &str = "predicate.NodeAffinityEnable";
+const NODE_PORTS_ENABLE: &str = "predicate.NodePortsEnable";
+const TAINT_TOLERATION_ENABLE: &str = "predicate.TaintTolerationEnable";
+const POD_AFFINITY_ENABLE: &str = "predicate.PodAffinityEnable";
+const NODE_VOLUME_LIMITS_ENABLE: &str = "predicate.NodeVolumeLimitsEnable";
+const VOLUME_ZONE_ENABLE: &str = "predicate.VolumeZoneEnable";
+const POD_TOPOLOGY_SPREAD_ENABLE: &str = "predicate.PodTopologySpreadEnable";
+const VOLUME_BINDING_ENABLE: &str = "predicate.VolumeBindingEnable";
+const CACHE_ENABLE: &str = "predicate.CacheEnable";
+const VOLUME_BINDING_WEIGHT: &str = "volumebinding.weight";
+
+const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
+
+/// The upstream filters this plugin runs, under their upstream names (used in skip sets and as
+/// the plugin of each status).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Filter {
+    NodeUnschedulable,
+    NodeAffinity,
+    NodePorts,
+    TaintToleration,
+    InterPodAffinity,
+    PodTopologySpread,
+}
+
+impl Filter {
+    pub fn name(self) -> &'static str {
+        match self {
+            Filter::NodeUnschedulable => "NodeUnschedulable",
+            Filter::NodeAffinity => "NodeAffinity",
+            Filter::NodePorts => "NodePorts",
+            Filter::TaintToleration => "TaintToleration",
+            Filter::InterPodAffinity => "InterPodAffinity",
+            Filter::PodTopologySpread => "PodTopologySpread",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// Filters whose PreFilter returned Skip for a task; they do not run for it this session.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SkipSet(u8);
+
+impl SkipSet {
+    pub fn insert(&mut self, f: Filter) {
+        self.0 |= f.bit();
+    }
+
+    pub fn contains(self, f: Filter) -> bool {
+        self.0 & f.bit() != 0
+    }
+}
+
+/// Which filters are on (§6.1). The volume and DRA switches are read for compatibility only.
+#[derive(Clone, Debug, PartialEq)]
+struct Enabled {
+    node_affinity: bool,
+    node_ports: bool,
+    taint_toleration: bool,
+    pod_affinity: bool,
+    pod_topology_spread: bool,
+    cache: bool,
+}
+
+impl Enabled {
+    fn from_arguments(args: &Arguments) -> Self {
+        let read = |key: &str, default: bool| {
+            let mut v = default;
+            if let Err(e) = args.get_bool(key, &mut v) {
+                tracing::warn!(plugin = NAME, key, error = %e, "argument ignored, default kept");
+            }
+            v
+        };
+        for key in [
+            NODE_VOLUME_LIMITS_ENABLE,
+            VOLUME_ZONE_ENABLE,
+            VOLUME_BINDING_ENABLE,
+        ] {
+            // Accepted and validated like the others, but these filters are not modelled.
+            read(key, true);
+        }
+        if let Some(v) = args.get(VOLUME_BINDING_WEIGHT)
+            && v.as_i64().is_none()
+        {
+            // Volcano decodes this key generically and exits on a bad type; here volume binding
+            // is not modelled, so the value has no effect, but the mistake is still reported.
+            tracing::error!(plugin = NAME, key = VOLUME_BINDING_WEIGHT, value = %v.describe(), "expected an integer");
+        }
+        Enabled {
+            node_affinity: read(NODE_AFFINITY_ENABLE, true),
+            node_ports: read(NODE_PORTS_ENABLE, true),
+            taint_toleration: read(TAINT_TOLERATION_ENABLE, true),
+            pod_affinity: read(POD_AFFINITY_ENABLE, true),
+            pod_topology_spread: read(POD_TOPOLOGY_SPREAD_ENABLE, true),
+            cache: read(CACHE_ENABLE, false),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pod view shared with nodeorder
+// ---------------------------------------------------------------------------------------------
+
+/// The pods on each node as Volcano's embedded Kubernetes plugins see them (§6.8): the node's
+/// tasks at open, plus the session's allocations and pipelines, minus the session's evictions.
+/// The engine's node keeps an evicted task in its list (as Releasing); Volcano's upstream node
+/// info drops it at once, so such tasks are recorded here as hidden.
+///
+/// Also indexes the placed pods that carry pod (anti-)affinity, because the upstream plugins
+/// only look at those when the incoming pod has no terms of its own; without the index every
+/// task would scan every placed pod.
+#[derive(Debug, Default)]
+pub(crate) struct PodView {
+    hidden: HashSet<TaskId>,
+    hidden_per_node: Vec<usize>,
+    /// Placed pods with a required anti-affinity term (`None`: not tracked).
+    required_anti_affinity: Option<BTreeSet<TaskId>>,
+    /// Placed pods with any pod affinity or anti-affinity section (`None`: not tracked).
+    pod_affinity: Option<BTreeSet<TaskId>>,
+}
+
+impl PodView {
+    /// Builds the view at session open, tracking the indexes asked for.
+    pub(crate) fn open(
+        ssn: &SessionState,
+        track_required_anti_affinity: bool,
+        track_pod_affinity: bool,
+    ) -> Self {
+        let mut view = PodView {
+            hidden: HashSet::new(),
+            hidden_per_node: vec![0; ssn.nodes.len()],
+            required_anti_affinity: track_required_anti_affinity.then(BTreeSet::new),
+            pod_affinity: track_pod_affinity.then(BTreeSet::new),
+        };
+        if track_required_anti_affinity || track_pod_affinity {
+            for node in &ssn.nodes {
+                for &(task, _) in &node.tasks {
+                    view.index(ssn, task);
+                }
+            }
+        }
+        view
+    }
+
+    fn index(&mut self, ssn: &SessionState, task: TaskId) {
+        let pod = ssn.task(task).spec.pod.as_ref();
+        if let Some(set) = self.required_anti_affinity.as_mut()
+            && has_required_anti_affinity(pod)
+        {
+            set.insert(task);
+        }
+        if let Some(set) = self.pod_affinity.as_mut()
+            && has_pod_affinity_section(pod)
+        {
+            set.insert(task);
+        }
+    }
+
+    /// The task's pod joined its node (allocate, pipeline, or an eviction undone).
+    pub(crate) fn added(&mut self, ssn: &SessionState, task: TaskId) {
+        if self.hidden.remove(&task)
+            && let Some(count) = ssn
+                .task(task)
+                .node
+                .and_then(|n| self.hidden_per_node.get_mut(n.index()))
+        {
+            *count = count.saturating_sub(1);
+        }
+        self.index(ssn, task);
+    }
+
+    /// The task's pod left its node (eviction, or an allocation/pipeline undone).
+    pub(crate) fn removed(&mut self, ssn: &SessionState, task: TaskId) {
+        if let Some(node) = ssn.task(task).node {
+            let still_listed = ssn.node(node).tasks.iter().any(|&(t, _)| t == task);
+            if still_listed
+                && self.hidden.insert(task)
+                && let Some(count) = self.hidden_per_node.get_mut(node.index())
+            {
+                *count += 1;
+            }
+        }
+        if let Some(set) = self.required_anti_affinity.as_mut() {
+            set.remove(&task);
+        }
+        if let Some(set) = self.pod_affinity.as_mut() {
+            set.remove(&task);
+        }
+    }
+
+    /// Number of pods on the node in this view.
+    pub(crate) fn pod_count(&self, ssn: &SessionState, node: NodeId) -> usize {
+        let hidden = self.hidden_per_node.get(node.index()).copied().unwrap_or(0);
+        ssn.node(node).tasks.len().saturating_sub(hidden)
+    }
+
+    /// Whether the task's pod is on its node in this view.
+    pub(crate) fn is_visible(&self, task: TaskId) -> bool {
+        self.hidden.is_empty() || !self.hidden.contains(&task)
+    }
+
+    /// Every placed pod, node by node.
+    pub(crate) fn placed<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+    ) -> impl Iterator<Item = PlacedPod<'a>> + 'a {
+        ssn.nodes.iter().flat_map(move |node| {
+            node.tasks
+                .iter()
+                .filter(move |&&(task, _)| self.is_visible(task))
+                .map(move |&(task, _)| PlacedPod {
+                    pod: ssn.task(task).spec.pod.as_ref(),
+                    node: node.spec.node.as_ref(),
+                })
+        })
+    }
+
+    /// Placed pods in one of the indexes (`None`: the index is not tracked, so every pod).
+    fn placed_in<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+        set: Option<&'a BTreeSet<TaskId>>,
+    ) -> Box<dyn Iterator<Item = PlacedPod<'a>> + 'a> {
+        match set {
+            Some(set) => Box::new(set.iter().filter_map(move |&task| {
+                let node = ssn.task(task).node?;
+                Some(PlacedPod {
+                    pod: ssn.task(task).spec.pod.as_ref(),
+                    node: ssn.node(node).spec.node.as_ref(),
+                })
+            })),
+            None => Box::new(self.placed(ssn)),
+        }
+    }
+
+    /// Placed pods with a required anti-affinity term.
+    pub(crate) fn placed_with_required_anti_affinity<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+    ) -> Box<dyn Iterator<Item = PlacedPod<'a>> + 'a> {
+        self.placed_in(ssn, self.required_anti_affinity.as_ref())
+    }
+
+    /// Placed pods with a pod affinity or anti-affinity section.
+    pub(crate) fn placed_with_pod_affinity<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+    ) -> Box<dyn Iterator<Item = PlacedPod<'a>> + 'a> {
+        self.placed_in(ssn, self.pod_affinity.as_ref())
+    }
+}
+
+fn pod_affinity_parts(pod: &Pod) -> (Option<&PodAffinity>, Option<&PodAntiAffinity>) {
+    let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
+    (
+        affinity.and_then(|a| a.pod_affinity.as_ref()),
+        affinity.and_then(|a| a.pod_anti_affinity.as_ref()),
+    )
+}
+
+/// The pod has a required pod anti-affinity term (upstream `PodsWithRequiredAntiAffinity`).
+pub(crate) fn has_required_anti_affinity(pod: &Pod) -> bool {
+    pod_affinity_parts(pod)
+        .1
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
+}
+
+/// The pod has required pod affinity or anti-affinity terms of its own.
+pub(crate) fn has_required_pod_affinity_terms(pod: &Pod) -> bool {
+    has_required_anti_affinity(pod)
+        || pod_affinity_parts(pod)
+            .0
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|terms| !terms.is_empty())
+}
+
+/// The pod has preferred pod affinity or anti-affinity terms of its own.
+pub(crate) fn has_preferred_pod_affinity_terms(pod: &Pod) -> bool {
+    let (affinity, anti) = pod_affinity_parts(pod);
+    affinity
+        .and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
+        || anti
+            .and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|terms| !terms.is_empty())
+}
+
+/// The pod has a pod affinity or anti-affinity section (upstream `PodsWithAffinity`).
+pub(crate) fn has_pod_affinity_section(pod: &Pod) -> bool {
+    let (affinity, anti) = pod_affinity_parts(pod);
+    affinity.is_some() || anti.is_some()
+}
+
+/// The pod has a topology spread constraint with the given `whenUnsatisfiable` action.
+pub(crate) fn has_spread_constraint(pod: &Pod, action: &str) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.topology_spread_constraints.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.when_unsatisfiable == action))
+}
+
+/// A namespace's labels from the session snapshot (`None`: unknown namespace).
+pub(crate) fn namespace_labels(
+    ssn: &SessionState,
+    namespace: &str,
+) -> Option<BTreeMap<String, String>> {
+    ssn.snapshot
+        .namespace(namespace)
+        .map(|ns| ns.metadata.labels.clone().unwrap_or_default())
+}
+
+/// Every node object of the session, in session order.
+pub(crate) fn all_nodes(ssn: &SessionState) -> Vec<&Node> {
+    ssn.nodes.iter().map(|n| n.spec.node.as_ref()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Equivalence cache
+// ---------------------------------------------------------------------------------------------
+
+const CACHE_UNKNOWN: u8 = 0;
+const CACHE_FIT: u8 = 1;
+const CACHE_NOT_FIT_MARK: u8 = 2;
+
+/// Result of the stable filters per (pod template, node), for one session (§6.5). One atomic
+/// slot per node, so the parallel node search reads and fills it without locking per node.
+#[derive(Debug, Default)]
+struct EquivalenceCache {
+    nodes: usize,
+    by_template: RwLock<HashMap<String, Arc<[AtomicU8]>>>,
+}
+
+impl EquivalenceCache {
+    fn new(nodes: usize) -> Self {
+        Self {
+            nodes,
+            by_template: RwLock::new(HashMap::new()),
+        }
+    }
+
+    fn slots(&self, template: &str) -> Arc<[AtomicU8]> {
+        // A poisoned lock only means another thread panicked between whole-entry inserts.
+        if let Some(slots) = self
+            .by_template
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(template)
+        {
+            return slots.clone();
+        }
+        self.by_template
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(template.to_string())
+            .or_insert_with(|| {
+                (0..self.nodes)
+                    .map(|_| AtomicU8::new(CACHE_UNKNOWN))
+                    .collect()
+            })
+            .clone()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plugin
+// ---------------------------------------------------------------------------------------------
+
+/// What PreFilter prepared for one task; a field is set when that filter is to run.
+#[derive(Debug, Default)]
+struct TaskFilters {
+    node_affinity: Option<RequiredNodeAffinity>,
+    host_ports: Vec<HostPort>,
+    pod_affinity: Option<AffinityFilterState>,
+    topology_spread: Option<SpreadFilterState>,
+}
+
+/// Host ports in use on one node, with the task holding each.
+#[derive(Debug, Default)]
+struct UsedPorts {
+    ports: Vec<HostPort>,
+    owners: Vec<TaskId>,
+}
+
+impl UsedPorts {
+    fn add(&mut self, task: TaskId, pod: &Pod) {
+        for port in pod_host_ports(pod) {
+            self.ports.push(port);
+            self.owners.push(task);
+        }
+    }
+
+    fn remove(&mut self, task: TaskId) {
+        let mut i = 0;
+        while i < self.owners.len() {
+            if self.owners[i] == task {
+                self.owners.swap_remove(i);
+                self.ports.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The plugin instance of one session.
+pub struct Predicates {
+    enabled: Enabled,
+    view: PodView,
+    /// Host ports in use per node (kept only when NodePorts is on).
+    used_ports: Vec<UsedPorts>,
+    skips: HashMap<TaskId, SkipSet>,
+    filters: HashMap<TaskId, TaskFilters>,
+    cache: Option<EquivalenceCache>,
+}
+
+/// Builds the plugin from its arguments.
+pub fn new(args: &Arguments) -> Box<dyn Plugin> {
+    Box::new(Predicates::from_arguments(args))
+}
+
+fn status(code: StatusCode, reason: impl Into<String>, filter: Filter) -> FitStatus {
+    FitStatus::new(code, reason, filter.name())
+}
+
+/// Volcano's `ShouldAbort`: these codes end the filter run.
+fn aborts(code: StatusCode) -> bool {
+    matches!(
+        code,
+        StatusCode::UnschedulableAndUnresolvable
+            | StatusCode::Error
+            | StatusCode::Wait
+            | StatusCode::Skip
+    )
+}
+
+impl Predicates {
+    pub fn from_arguments(args: &Arguments) -> Self {
+        Predicates {
+            enabled: Enabled::from_arguments(args),
+            view: PodView::default(),
+            used_ports: Vec::new(),
+            skips: HashMap::new(),
+            filters: HashMap::new(),
+            cache: None,
+        }
+    }
+
+    /// The task's skip set so far (empty before its first PrePredicate).
+    pub fn skip_set(&self, task: TaskId) -> SkipSet {
+        self.skips.get(&task).copied().unwrap_or_default()
+    }
+
+    /// Upstream PreFilter of every enabled filter, in order (§6.4). Skips found before an
+    /// error are kept, as Volcano records them in the task's cycle state as it goes.
+    fn prefilter(
+        &self,
+        ssn: &SessionState,
+        task: TaskId,
+        mut skip: SkipSet,
+    ) -> (SkipSet, Result<TaskFilters, String>) {
+        let pod = ssn.task(task).spec.pod.as_ref();
+        let mut f = TaskFilters::default();
+        if self.enabled.node_affinity {
+            if !has_required_node_constraints(pod) {
+                skip.insert(Filter::NodeAffinity);
+            } else if required_terms_conflict(pod) {
+                let name = Filter::NodeAffinity.name();
+                return (
+                    skip,
+                    Err(format!(
+                        "plugin {name} pre-predicates failed {NODE_AFFINITY_TERMS_CONFLICT}"
+                    )),
+                );
+            } else {
+                f.node_affinity = Some(RequiredNodeAffinity::from_pod(pod));
+            }
+        }
+        if self.enabled.node_ports {
+            f.host_ports = pod_host_ports(pod);
+            if f.host_ports.is_empty() {
+                skip.insert(Filter::NodePorts);
+            }
+        }
+        if self.enabled.pod_affinity {
+            let ns = |name: &str| namespace_labels(ssn, name);
+            // Without terms of its own the pod can only be refused by existing pods' required
+            // anti-affinity, so only those pods need a look.
+            let state = if has_required_pod_affinity_terms(pod) {
+                AffinityFilterState::compute(pod, self.view.placed(ssn), &ns)
+            } else {
+                AffinityFilterState::compute(
+                    pod,
+                    self.view.placed_with_required_anti_affinity(ssn),
+                    &ns,
+                )
+            };
+            match state {
+                Some(s) => f.pod_affinity = Some(s),
+                None => skip.insert(Filter::InterPodAffinity),
+            }
+        }
+        if self.enabled.pod_topology_spread {
+            if has_spread_constraint(pod, DO_NOT_SCHEDULE) {
+                let nodes = all_nodes(ssn);
+                let required = RequiredNodeAffinity::from_pod(pod);
+                f.topology_spread =
+                    SpreadFilterState::compute(pod, self.view.placed(ssn), &nodes, &|n| {
+                        required.matches(n)
+                    });
+            }
+            if f.topology_spread.is_none() {
+                skip.insert(Filter::PodTopologySpread);
+            }
+        }
+        (skip, Ok(f))
+    }
+
+    /// NodeUnschedulable, NodeAffinity, TaintToleration, in order; `false` when one of them
+    /// aborted (each of them can only fail with UnschedulableAndUnresolvable, so the first
+    /// failure ends the run).
+    fn run_stable(
+        &self,
+        pod: &Pod,
+        node: &Node,
+        skip: SkipSet,
+        f: &TaskFilters,
+        statuses: &mut Vec<FitStatus>,
+    ) -> bool {
+        let checks: [&dyn Fn() -> Option<FitStatus>; 3] = [
+            &|| self.unschedulable_filter(pod, node, skip),
+            &|| self.node_affinity_filter(pod, node, skip, f),
+            &|| self.taint_filter(pod, node, skip),
+        ];
+        for check in checks {
+            if let Some(s) = check() {
+                let abort = aborts(s.code);
+                statuses.push(s);
+                if abort {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn unschedulable_filter(&self, pod: &Pod, node: &Node, skip: SkipSet) -> Option<FitStatus> {
+        if skip.contains(Filter::NodeUnschedulable) {
+            return None;
+        }
+        node_unschedulable(pod, node).err().map(|reason| {
+            status(
+                StatusCode::UnschedulableAndUnresolvable,
+                reason,
+                Filter::NodeUnschedulable,
+            )
+        })
+    }
+
+    fn node_affinity_filter(
+        &self,
+        pod: &Pod,
+        node: &Node,
+        skip: SkipSet,
+        f: &TaskFilters,
+    ) -> Option<FitStatus> {
+        if !self.enabled.node_affinity || skip.contains(Filter::NodeAffinity) {
+            return None;
+        }
+        let matches = match &f.node_affinity {
+            Some(required) => required.matches(node),
+            // Upstream recomputes from the pod when PreFilter left no state.
+            None => RequiredNodeAffinity::from_pod(pod).matches(node),
+        };
+        (!matches).then(|| {
+            status(
+                StatusCode::UnschedulableAndUnresolvable,
+                NODE_AFFINITY_MISMATCH,
+                Filter::NodeAffinity,
+            )
+        })
+    }
+
+    fn taint_filter(&self, pod: &Pod, node: &Node, skip: SkipSet) -> Option<FitStatus> {
+        if !self.enabled.taint_toleration || skip.contains(Filter::TaintToleration) {
+            return None;
+        }
+        find_untolerated_taint(pod, node).map(|taint| {
+            status(
+                StatusCode::UnschedulableAndUnresolvable,
+                untolerated_taint_reason(taint),
+                Filter::TaintToleration,
+            )
+        })
+    }
+
+    /// The stable filters through the equivalence cache, when it is on and the pod has a
+    /// template uid; otherwise run directly.
+    fn stable_filters(
+        &self,
+        ssn: &SessionState,
+        task: TaskId,
+        node: NodeId,
+        skip: SkipSet,
+        f: &TaskFilters,
+        statuses: &mut Vec<FitStatus>,
+    ) -> bool {
+        let spec = &ssn.task(task).spec;
+        let k8s_node = ssn.node(node).spec.node.as_ref();
+        let (Some(cache), Some(template)) = (&self.cache, spec.template_uid.as_deref()) else {
+            return self.run_stable(&spec.pod, k8s_node, skip, f, statuses);
+        };
+        let slots = cache.slots(template);
+        let slot = slots.get(node.index());
+        match slot.map(|s| s.load(AtomicOrdering::Relaxed)) {
+            Some(CACHE_FIT) => true,
+            Some(CACHE_NOT_FIT_MARK) => {
+                statuses.push(FitStatus::new(
+                    StatusCode::Error,
+                    CACHE_NOT_FIT,
+                    CACHE_PLUGIN,
+                ));
+                false
+            }
+            _ => {
+                let fit = self.run_stable(&spec.pod, k8s_node, skip, f, statuses);
+                if let Some(s) = slot {
+                    s.store(
+                        if fit { CACHE_FIT } else { CACHE_NOT_FIT_MARK },
+                        AtomicOrdering::Relaxed,
+                    );
+                }
+                fit
+            }
+        }
+    }
+
+    /// NodePorts, InterPodAffinity, PodTopologySpread, in order, until one aborts.
+    fn run_others(
+        &self,
+        pod: &Pod,
+        node_id: NodeId,
+        node: &Node,
+        skip: SkipSet,
+        f: &TaskFilters,
+        statuses: &mut Vec<FitStatus>,
+    ) {
+        if self.enabled.node_ports
+            && !skip.contains(Filter::NodePorts)
+            && !f.host_ports.is_empty()
+            && let Some(used) = self.used_ports.get(node_id.index())
+            && ports_conflict(&f.host_ports, &used.ports)
+        {
+            // Unschedulable: evicting the pod holding the port would help.
+            statuses.push(status(
+                StatusCode::Unschedulable,
+                PORTS_CONFLICT,
+                Filter::NodePorts,
+            ));
+        }
+        if self.enabled.pod_affinity
+            && !skip.contains(Filter::InterPodAffinity)
+            && let Some(state) = &f.pod_affinity
+            && let Err(failure) = state.filter(pod, node)
+        {
+            let code = if failure.unresolvable() {
+                StatusCode::UnschedulableAndUnresolvable
+            } else {
+                StatusCode::Unschedulable
+            };
+            statuses.push(status(code, failure.reason(), Filter::InterPodAffinity));
+            if aborts(code) {
+                return;
+            }
+        }
+        if self.enabled.pod_topology_spread
+            && !skip.contains(Filter::PodTopologySpread)
+            && let Some(state) = &f.topology_spread
+            && let Err(failure) = state.filter(pod, node)
+        {
+            let code = if failure.unresolvable() {
+                StatusCode::UnschedulableAndUnresolvable
+            } else {
+                StatusCode::Unschedulable
+            };
+            statuses.push(status(code, failure.reason(), Filter::PodTopologySpread));
+        }
+    }
+
+    fn add_ports(&mut self, ssn: &SessionState, task: TaskId) {
+        let Some(node) = ssn.task(task).node else {
+            return;
+        };
+        if let Some(used) = self.used_ports.get_mut(node.index()) {
+            used.add(task, &ssn.task(task).spec.pod);
+        }
+    }
+
+    fn remove_ports(&mut self, ssn: &SessionState, task: TaskId) {
+        let Some(node) = ssn.task(task).node else {
+            return;
+        };
+        if let Some(used) = self.used_ports.get_mut(node.index()) {
+            used.remove(task);
+        }
+    }
+}
+impl Plugin for Predicates {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn on_session_open(&mut self, ssn: &mut SessionState) {
+        self.view = PodView::open(ssn, self.enabled.pod_affinity, false);
+        if self.enabled.node_ports {
+            self.used_ports = ssn
+                .nodes
+                .iter()
+                .map(|node| {
+                    let mut used = UsedPorts::default();
+                    for &(task, _) in &node.tasks {
+                        used.add(task, &ssn.task(task).spec.pod);
+                    }
+                    used
+                })
+                .collect();
+        }
+        if self.enabled.cache {
+            self.cache = Some(EquivalenceCache::new(ssn.nodes.len()));
+        }
+    }
+
+    fn extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::PRE_PREDICATE | ExtensionPoints::PREDICATE | ExtensionPoints::EVENT_HANDLER
+    }
+
+    fn pre_predicate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
+        let (skip, result) = self.prefilter(ssn, task, self.skip_set(task));
+        self.skips.insert(task, skip);
+        match result {
+            Ok(filters) => {
+                self.filters.insert(task, filters);
+                Ok(())
+            }
+            Err(e) => {
+                self.filters.remove(&task);
+                Err(e)
+            }
+        }
+    }
+
+    fn predicate(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<(), FitError> {
+        let n = ssn.node(node);
+        let mut statuses = Vec::new();
+        let pods = i64::try_from(self.view.pod_count(ssn, node)).unwrap_or(i64::MAX);
+        if n.allocatable().max_task_num <= pods {
+            statuses.push(FitStatus::new(
+                StatusCode::Unschedulable,
+                POD_NUMBER_EXCEEDED,
+                NAME,
+            ));
+        }
+
+        // The engine always runs PrePredicate first; should a caller not, prepare here (the
+        // result is then not kept, since `predicate` only reads).
+        let fresh;
+        let (skip, filters) = match self.filters.get(&task) {
+            Some(f) => (self.skip_set(task), f),
+            None => {
+                let (skip, result) = self.prefilter(ssn, task, self.skip_set(task));
+                fresh = result.map_err(|e| FitError::error(e, NAME))?;
+                (skip, &fresh)
+            }
+        };
+
+        if !self.stable_filters(ssn, task, node, skip, filters, &mut statuses) {
+            return Err(FitError { statuses });
+        }
+        let pod = ssn.task(task).spec.pod.as_ref();
+        self.run_others(
+            pod,
+            node,
+            n.spec.node.as_ref(),
+            skip,
+            filters,
+            &mut statuses,
+        );
+        if statuses.is_empty() {
+            Ok(())
+        } else {
+            Err(FitError { statuses })
+        }
+    }
+
+    fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
+        self.view.added(ssn, task);
+        if self.enabled.node_ports {
+            self.add_ports(ssn, task);
+        }
+        // A placed task is searched for again only after a new PrePredicate.
+        self.filters.remove(&task);
+        Ok(())
+    }
+
+    fn on_deallocate(&mut self, ssn: &SessionState, task: TaskId) {
+        self.view.removed(ssn, task);
+        if self.enabled.node_ports {
+            self.remove_ports(ssn, task);
+        }
+    }
+}

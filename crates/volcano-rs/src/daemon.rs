@@ -1,0 +1,462 @@
+//! `volcano-rs run`: the scheduler daemon (spec/kubernetes.md §1, §2; spec/framework.md §2).
+//!
+//! Start-up: configuration, API client, watchers for every mirrored kind, HTTP servers, leader
+//! election. No session runs before every watch has listed once (scheduling on a half-filled
+//! cache overcommits nodes). Then, while this replica leads: a session every
+//! `--schedule-period`, or sooner when pending work arrives (debounced), run on a blocking
+//! thread so watch events keep flowing; its binds are assumed in the state at once and the
+//! executor writes everything back. SIGTERM stops sessions, lets in-flight writes finish
+//! (bounded), releases the lease and exits 0.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use cluster::conf_watch::{ConfSource, ReloadOutcome};
+use cluster::executor::{Executor, ExecutorConfig};
+use cluster::http::{self, Health};
+use cluster::leader::{self, LeaderConfig};
+use cluster::metrics::Metrics;
+use cluster::ratelimit::RateLimiter;
+use cluster::shared::Shared;
+use engine::conf::KnownNames;
+use engine::framework::{Event as SchedEvent, EventType, ObjectRef, Session, SessionOptions};
+use engine::state::{ClusterState, StateOptions};
+use kube::Client;
+use tokio::sync::{mpsc, watch};
+
+/// Flags of `volcano-rs run`, named as Volcano's scheduler names them where they apply.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Pods whose spec.schedulerName is one of these are scheduled (repeatable).
+    #[arg(long = "scheduler-name", value_name = "NAME", default_values_t = ["volcano-rs".to_string()])]
+    pub scheduler_names: Vec<String>,
+    /// Volcano scheduler configuration file (actions + tiers); reloaded when it changes.
+    /// Default: Volcano's embedded configuration.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_conf: Option<PathBuf>,
+    /// Time between the end of one session and the start of the next.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub schedule_period: Duration,
+    /// Queue for PodGroups with an empty spec.queue and pods without a queue annotation;
+    /// created at start-up if missing.
+    #[arg(long, default_value = "default")]
+    pub default_queue: String,
+    /// Path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or the in-cluster config.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Client-side queries per second for API writes (Volcano's default).
+    #[arg(long, default_value_t = 2000.0)]
+    pub kube_api_qps: f64,
+    /// Client-side burst for API writes.
+    #[arg(long, default_value_t = 2000)]
+    pub kube_api_burst: u32,
+    /// Concurrent bind requests.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub bind_workers: u32,
+    /// Run only while holding the leader Lease.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub leader_elect: bool,
+    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_lease_duration: Duration,
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_renew_deadline: Duration,
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_retry_period: Duration,
+    /// Name of the leader Lease.
+    #[arg(long, default_value = "volcano-rs")]
+    pub leader_elect_resource_name: String,
+    /// Namespace of the leader Lease.
+    #[arg(long, default_value = "volcano-system")]
+    pub leader_elect_resource_namespace: String,
+    /// Address of the /metrics and /debug/state server.
+    #[arg(long, default_value = ":8080")]
+    pub listen_address: String,
+    /// Address of the /healthz and /readyz server.
+    #[arg(long, default_value = ":11251")]
+    pub healthz_address: String,
+    /// Percentage of nodes to evaluate per task; 0 = adaptive.
+    #[arg(long, default_value_t = 0)]
+    pub percentage_nodes_to_find: u32,
+    /// Lower bound of the adaptive percentage.
+    #[arg(long, default_value_t = 5)]
+    pub minimum_percentage_nodes_to_find: u32,
+    /// Lower bound of feasible nodes to find per task.
+    #[arg(long, default_value_t = 100)]
+    pub minimum_feasible_nodes: u32,
+    /// Only nodes with at least one of these labels (key:value; repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "KEY:VALUE")]
+    pub node_selector: Vec<String>,
+}
+
+/// Parses "1s", "500ms", "2m", "1h", "1.5s" (Go-style duration, one unit).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| format!("{s:?}: missing unit (e.g. 1s)"))?;
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num.parse().map_err(|_| format!("{s:?}: not a duration"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("{s:?}: must be a non-negative duration"));
+    }
+    let secs = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (ms, s, m, h)")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
+    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
+    full.parse().with_context(|| format!("invalid address {s:?}"))
+}
+
+fn parse_node_selector(items: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    items
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.split_once(':')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .with_context(|| format!("--node-selector {s:?}: expected key:value"))
+        })
+        .collect()
+}
+
+async fn build_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer().await.context("no kubeconfig and not running in a cluster")?,
+    };
+    Client::try_from(config).context("building the API client")
+}
+
+/// Resolves when SIGTERM or SIGINT arrives.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The object configuration events are recorded on: this pod when the downward API tells us
+/// (the Helm chart sets POD_NAME/POD_NAMESPACE), else the leader Lease.
+fn self_reference(args: &RunArgs) -> ObjectRef {
+    match (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE")) {
+        (Ok(name), Ok(ns)) if !name.is_empty() => ObjectRef {
+            kind: "Pod",
+            namespace: Some(ns),
+            name,
+            uid: String::new(),
+        },
+        _ => ObjectRef {
+            kind: "Lease",
+            namespace: Some(args.leader_elect_resource_namespace.clone()),
+            name: args.leader_elect_resource_name.clone(),
+            uid: String::new(),
+        },
+    }
+}
+
+/// Runs the daemon until SIGTERM/SIGINT.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let registry = plugins::registry();
+    let plugin_names = registry.names();
+    let known = KnownNames {
+        actions: engine::actions::KNOWN_ACTIONS,
+        plugins: &plugin_names,
+    };
+    let mut conf = ConfSource::load(args.scheduler_conf.clone(), &known)?;
+    let listen = parse_addr(&args.listen_address)?;
+    let healthz = parse_addr(&args.healthz_address)?;
+    let leader_cfg = LeaderConfig {
+        namespace: args.leader_elect_resource_namespace.clone(),
+        name: args.leader_elect_resource_name.clone(),
+        identity: leader::default_identity(),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    };
+    if args.leader_elect {
+        leader_cfg.validate().map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
+    }
+    let client = build_client(args.kubeconfig.as_ref()).await?;
+
+    let shared = Shared::new(ClusterState::new(StateOptions {
+        scheduler_names: args.scheduler_names.clone(),
+        default_queue: args.default_queue.clone(),
+        node_selector: parse_node_selector(&args.node_selector)?,
+    }));
+    let metrics = Metrics::new();
+    let health = Arc::new(Health::new(args.leader_elect));
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let wait_shutdown = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+
+    // HTTP servers: every replica serves them, leader or not.
+    let dump_state = shared.clone();
+    let dump: http::DumpFn = Arc::new(move || cluster::dump::dump_yaml(&dump_state.lock()));
+    let mut servers = tokio::task::JoinSet::new();
+    {
+        let (m, h, d, rx) = (metrics.clone(), health.clone(), dump.clone(), shutdown_rx.clone());
+        servers.spawn(async move {
+            if let Err(e) = http::serve(listen, m, h, d, wait_shutdown(rx)).await {
+                tracing::error!(address = %listen, error = %e, "metrics server failed");
+            }
+        });
+    }
+    {
+        let (h, rx) = (health.clone(), shutdown_rx.clone());
+        let listener = tokio::net::TcpListener::bind(healthz)
+            .await
+            .with_context(|| format!("--healthz-address {healthz}"))?;
+        drop(listener); // checked it is free; serve_health binds it again
+        servers.spawn(async move {
+            if let Err(e) = http::serve_health(healthz, h, wait_shutdown(rx)).await {
+                tracing::error!(address = %healthz, error = %e, "health server failed");
+            }
+        });
+    }
+
+    // Watchers.
+    let (problems_tx, mut problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
+    let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);
+
+    // Leader election.
+    let (leader_tx, mut leader_rx) = watch::channel(!args.leader_elect);
+    let elector = if args.leader_elect {
+        let (c, rx) = (client.clone(), shutdown_rx.clone());
+        Some(tokio::spawn(leader::run(c, leader_cfg, leader_tx, wait_shutdown(rx))))
+    } else {
+        None
+    };
+
+    let limiter = Arc::new(RateLimiter::new(args.kube_api_qps, args.kube_api_burst));
+    let executor = Arc::new(Executor::new(
+        client.clone(),
+        shared.clone(),
+        limiter,
+        metrics.clone(),
+        ExecutorConfig {
+            bind_workers: args.bind_workers as usize,
+            scheduler_name: args.scheduler_names.first().cloned().unwrap_or_else(|| "volcano-rs".into()),
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| leader::default_identity()),
+        },
+    ));
+    let session_options = SessionOptions {
+        minimum_feasible_nodes: args.minimum_feasible_nodes as usize,
+        minimum_percentage_nodes_to_find: args.minimum_percentage_nodes_to_find as usize,
+        percentage_nodes_to_find: args.percentage_nodes_to_find as usize,
+        scheduler_name: executor_name(&args),
+    };
+    let registry = Arc::new(registry);
+
+    let signal = tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        let _ = shutdown_tx.send(true);
+    });
+
+    // Wait for every watch to list once.
+    let mut shutdown = shutdown_rx.clone();
+    while !shared.all_synced() {
+        tokio::select! {
+            _ = shared.sync_done.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {
+                if !shared.all_synced() {
+                    tracing::info!(waiting_for = ?shared.unsynced_kinds(), "waiting for the first list of every watch");
+                }
+            }
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+    health.synced.store(true, Ordering::SeqCst);
+    tracing::info!("caches synced");
+
+    let mut in_flight = tokio::task::JoinSet::new();
+    let mut queues_ensured = false;
+    let mut cycle: u64 = 0;
+    let self_ref = self_reference(&args);
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        let leading = *leader_rx.borrow();
+        health.leader.store(leading, Ordering::SeqCst);
+        metrics.set_leader(leading);
+        if !leading {
+            queues_ensured = false;
+            // Standby: keep the state warm, drop problem reports (the leader reports them).
+            while problems_rx.try_recv().is_ok() {}
+            tokio::select! {
+                _ = leader_rx.changed() => {}
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+            continue;
+        }
+
+        // Configuration reload: the new config applies from this session on.
+        match conf.poll(&known) {
+            ReloadOutcome::Unchanged => {}
+            ReloadOutcome::Applied { warnings } => {
+                for w in &warnings {
+                    tracing::warn!(warning = %w, "scheduler configuration");
+                }
+                tracing::info!("scheduler configuration reloaded");
+                metrics.config_reload(true);
+            }
+            ReloadOutcome::Refused { error } => {
+                tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
+                metrics.config_reload(false);
+                executor
+                    .publish(&SchedEvent {
+                        object: self_ref.clone(),
+                        type_: EventType::Warning,
+                        reason: "ConfigRefused".into(),
+                        message: error,
+                    })
+                    .await;
+            }
+        }
+        let current = conf.current();
+        if !queues_ensured {
+            let mut wanted = vec![(args.default_queue.clone(), true)];
+            if current.plugin_options().any(|p| p.enable_hierarchy) {
+                wanted.push((apis::ROOT_QUEUE.to_string(), false));
+            }
+            queues_ensured = true;
+            for (name, reclaimable) in wanted {
+                if let Err(e) = cluster::queues::ensure_queue(&client, &name, reclaimable).await {
+                    tracing::warn!(queue = %name, error = %e, "could not ensure queue; retrying next cycle");
+                    queues_ensured = false;
+                }
+            }
+        }
+        while let Ok(ev) = problems_rx.try_recv() {
+            executor.publish(&ev).await;
+        }
+
+        // One session, off the async worker threads.
+        cycle += 1;
+        let snapshot = shared.snapshot();
+        let (reg, opts) = (registry.clone(), session_options.clone());
+        let uid = format!("{}-{cycle}", leader::default_identity());
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let session = tokio::task::spawn_blocking(move || {
+            let start = Instant::now();
+            let mut ssn = Session::open(&snapshot, current, &reg, opts, now, uid);
+            let opened = start.elapsed();
+            let timings = engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
+            let decisions = ssn.close();
+            (decisions, opened, timings, start.elapsed())
+        })
+        .await;
+        let (decisions, opened, timings, total) = match session {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "session failed; next one in a period");
+                tokio::time::sleep(args.schedule_period).await;
+                continue;
+            }
+        };
+        metrics.observe_session(opened, &timings, total);
+        metrics.record_decisions(&decisions);
+        if !*leader_rx.borrow() {
+            tracing::warn!("leadership lost during the session; its decisions are dropped");
+            continue;
+        }
+        tracing::debug!(
+            cycle,
+            binds = decisions.binds.len(),
+            evictions = decisions.evictions.len(),
+            ms = total.as_millis() as u64,
+            "session"
+        );
+        executor.assume(&decisions);
+        let ex = executor.clone();
+        in_flight.spawn(async move { ex.execute(decisions).await });
+        while in_flight.try_join_next().is_some() {}
+
+        // Next session after the period, or sooner when pending work arrives (debounced).
+        tokio::select! {
+            _ = tokio::time::sleep(args.schedule_period) => {}
+            _ = shared.work.notified() => tokio::time::sleep(Duration::from_millis(20)).await,
+            _ = shutdown.wait_for(|s| *s) => break,
+            _ = leader_rx.changed() => {}
+        }
+    }
+
+    // Shutdown: let in-flight writes finish (bounded), then release the lease.
+    let drain = async { while in_flight.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(10), drain).await.is_err() {
+        tracing::warn!("in-flight writes did not finish within 10s");
+    }
+    if let Some(e) = elector {
+        let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
+    }
+    for w in watchers {
+        w.abort();
+    }
+    signal.abort();
+    servers.abort_all();
+    Ok(())
+}
+
+fn executor_name(args: &RunArgs) -> String {
+    args.scheduler_names.first().cloned().unwrap_or_else(|| "volcano-rs".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("1d").is_err());
+    }
+
+    #[test]
+    fn addresses_and_selectors() {
+        assert_eq!(parse_addr(":8080").ok(), "0.0.0.0:8080".parse().ok());
+        assert_eq!(parse_addr("127.0.0.1:9").ok(), "127.0.0.1:9".parse().ok());
+        assert!(parse_addr("nonsense").is_err());
+        assert_eq!(
+            parse_node_selector(&["pool:batch".into(), "zone: a".into()]).ok(),
+            Some(vec![("pool".into(), "batch".into()), ("zone".into(), "a".into())])
+        );
+        assert!(parse_node_selector(&["nocolon".into()]).is_err());
+    }
+}

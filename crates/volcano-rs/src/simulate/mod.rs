@@ -1,0 +1,330 @@
+//! `volcano-rs simulate`: the scheduling engine on an in-memory cluster read from ordinary
+//! Kubernetes YAML (DESIGN.md "What users get").
+//!
+//! [`SimInput`] holds the objects ([`load`]); [`run`] plays scheduling sessions on them, one
+//! after the other, exactly as the daemon would drive the engine, and between sessions lets the
+//! simulated cluster react as Kubernetes would ([`cluster`]): bound pods run, evicted pods go
+//! away, statuses and conditions are written. It stops after a session that changed nothing,
+//! or at the cycle limit. The [`Report`] ([`report`]) tells what happened.
+//!
+//! Every session sees the same clock (`now`): simulated sessions take no time, and a fixed
+//! clock keeps the output a pure function of the input.
+
+mod cluster;
+mod decode;
+pub mod load;
+pub mod report;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use engine::conf::{KnownNames, SchedulerConf};
+use engine::framework::{Session, SessionOptions};
+use engine::state::StateOptions;
+use k8s_openapi::jiff::Timestamp;
+
+pub use load::SimInput;
+pub use report::Report;
+
+use cluster::{SimCluster, changes_anything};
+use report::CycleReport;
+
+/// Sessions run at most, unless told otherwise.
+pub const DEFAULT_MAX_CYCLES: usize = 100;
+
+/// Scheduler names whose pods are ours by default: ours, and Volcano's, so that a dump of a
+/// Volcano cluster simulates as it is.
+pub const DEFAULT_SCHEDULER_NAMES: [&str; 2] = ["volcano-rs", "volcano"];
+
+/// A scheduler configuration file's name (for messages) and text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfFile {
+    pub name: String,
+    pub text: String,
+}
+
+/// How to simulate.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// `None`: Volcano's embedded default configuration.
+    pub scheduler_conf: Option<ConfFile>,
+    /// Sessions run at most; the run stops earlier after a session that changed nothing.
+    pub max_cycles: usize,
+    /// The clock every session sees.
+    pub now: Timestamp,
+    /// Pods whose `spec.schedulerName` is one of these are scheduled.
+    pub scheduler_names: Vec<String>,
+}
+
+impl SimOptions {
+    /// The defaults: embedded configuration, [`DEFAULT_MAX_CYCLES`],
+    /// [`DEFAULT_SCHEDULER_NAMES`].
+    pub fn new(now: Timestamp) -> SimOptions {
+        SimOptions {
+            scheduler_conf: None,
+            max_cycles: DEFAULT_MAX_CYCLES,
+            now,
+            scheduler_names: DEFAULT_SCHEDULER_NAMES.map(String::from).to_vec(),
+        }
+    }
+}
+
+/// Why a simulation could not run. Every variant is bad input: the command exits with 2.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimError {
+    /// A file could not be read.
+    Io { file: String, message: String },
+    /// A file is not YAML/JSON, or holds a malformed object. `location` is the document (and
+    /// list item) and, when known, the object: `document 2 (Pod ns/p1)`; `message` starts with
+    /// the offending field.
+    Input {
+        file: String,
+        location: String,
+        message: String,
+    },
+    /// The scheduler configuration was refused; `message` is `<field path>: <problem>`.
+    Config { file: String, message: String },
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Io { file, message } | SimError::Config { file, message } => {
+                write!(f, "{file}: {message}")
+            }
+            SimError::Input {
+                file,
+                location,
+                message,
+            } => write!(f, "{file}: {location}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// Parses a scheduler configuration against the actions and plugins this build provides.
+/// Returns it with its warnings, each prefixed with the file name.
+pub fn parse_conf(file: &ConfFile) -> Result<(SchedulerConf, Vec<String>), SimError> {
+    let plugins = plugins::known_plugins();
+    let known = KnownNames {
+        actions: engine::actions::KNOWN_ACTIONS,
+        plugins: &plugins,
+    };
+    let parsed = engine::conf::parse(&file.text, &known).map_err(|e| SimError::Config {
+        file: file.name.clone(),
+        message: e.to_string(),
+    })?;
+    let warnings = parsed
+        .warnings
+        .iter()
+        .map(|w| format!("{}: {w}", file.name))
+        .collect();
+    Ok((parsed.conf, warnings))
+}
+
+/// Runs the simulation: sessions until one changes nothing, at most `opts.max_cycles`.
+pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
+    let mut warnings = Vec::new();
+    let conf = match &opts.scheduler_conf {
+        Some(file) => {
+            let (conf, conf_warnings) = parse_conf(file)?;
+            warnings.extend(conf_warnings);
+            conf
+        }
+        None => SchedulerConf::embedded_default(),
+    };
+    let conf = Arc::new(conf);
+    let registry = plugins::registry();
+
+    let state_options = StateOptions {
+        scheduler_names: opts.scheduler_names.clone(),
+        ..StateOptions::default()
+    };
+    let session_options = SessionOptions {
+        scheduler_name: opts
+            .scheduler_names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| DEFAULT_SCHEDULER_NAMES[0].to_string()),
+        ..SessionOptions::default()
+    };
+    let (mut cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);
+    warnings.extend(admission_warnings);
+
+    let started = Instant::now();
+    let clock = || started.elapsed();
+    let mut cycles = Vec::new();
+    let mut last_metrics = None;
+    let mut converged = false;
+    for cycle in 1..=opts.max_cycles {
+        let snapshot = cluster.state().snapshot();
+        let mut session = Session::open(
+            &snapshot,
+            conf.clone(),
+            &registry,
+            session_options.clone(),
+            opts.now,
+            format!("sim-{cycle}"),
+        );
+        engine::actions::run_configured_actions(&mut session, &clock);
+        let decisions = session.close();
+        cycles.push(CycleReport::from_decisions(cycle, &decisions));
+        cluster.apply(&decisions);
+        let changed = changes_anything(&decisions);
+        last_metrics = Some(decisions.queue_metrics);
+        if !changed {
+            converged = true;
+            break;
+        }
+    }
+    Ok(Report::build(
+        cycles,
+        &cluster,
+        last_metrics.as_ref(),
+        converged,
+        warnings,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().expect("timestamp")
+    }
+
+    #[test]
+    fn config_errors_name_the_file_and_field() {
+        let mut opts = SimOptions::new(now());
+        opts.scheduler_conf = Some(ConfFile {
+            name: "sched.conf".into(),
+            text: "actions: \"enqueue, allocate, nosuchaction\"\ntiers: []\n".into(),
+        });
+        let err = run(&SimInput::default(), &opts).expect_err("unknown action");
+        let text = err.to_string();
+        assert!(matches!(err, SimError::Config { .. }));
+        assert!(text.starts_with("sched.conf: actions"), "{text}");
+        assert!(text.contains("nosuchaction"), "{text}");
+    }
+
+    #[test]
+    fn config_warnings_are_reported() {
+        let mut opts = SimOptions::new(now());
+        opts.scheduler_conf = Some(ConfFile {
+            name: "sched.conf".into(),
+            text: "actions: \"allocate\"\ntiers: []\nsurprise: 1\n".into(),
+        });
+        let report = run(&SimInput::default(), &opts).expect("valid configuration");
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("sched.conf: ") && w.contains("surprise")),
+            "{:?}",
+            report.warnings
+        );
+    }
+
+    #[test]
+    fn an_empty_cluster_converges_at_once() {
+        let report = run(&SimInput::default(), &SimOptions::new(now())).expect("runs");
+        // The default queue is created; its allocation is written in the first session
+        // (the queue had no status), so the second one is the quiet one.
+        assert!(report.converged);
+        assert!(report.cycles.len() <= 2, "{:?}", report.cycles);
+        assert!(report.pods.is_empty());
+        assert_eq!(report.queues["default"].weight, 1);
+        assert_eq!(report.queues["default"].state, "Open");
+    }
+
+    #[test]
+    fn the_cycle_limit_is_respected() {
+        let mut opts = SimOptions::new(now());
+        opts.max_cycles = 1;
+        let report = run(&SimInput::default(), &opts).expect("runs");
+        assert_eq!(report.cycles.len(), 1);
+        opts.max_cycles = 0;
+        let report = run(&SimInput::default(), &opts).expect("runs");
+        assert!(report.cycles.is_empty());
+        assert!(!report.converged);
+        assert!(report.queues["default"].allocated.0.is_empty());
+    }
+
+    /// A tiny cluster through the whole loop, with no plugins so that only the engine and the
+    /// simulator decide: node n1 (4 cpu) already runs 1 cpu of another scheduler's pod; the
+    /// gang ns/pg (two 1-cpu pods) fits, the 3-cpu standalone pod then does not.
+    const TINY: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: ns, uid: u-web}
+spec: {nodeName: n1, containers: [{name: c, resources: {requests: {cpu: "1"}}}]}
+status: {phase: Running}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: pg, namespace: ns, uid: u-pg, creationTimestamp: "2025-12-31T00:00:00Z"}
+spec: {minMember: 2}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: w0
+    namespace: ns
+    uid: u-w0
+    creationTimestamp: "2025-12-31T00:00:00Z"
+    annotations: {scheduling.k8s.io/group-name: pg}
+  spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: w1
+    namespace: ns
+    uid: u-w1
+    creationTimestamp: "2025-12-31T00:00:00Z"
+    annotations: {scheduling.k8s.io/group-name: pg}
+  spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: big, namespace: ns, uid: u-big, creationTimestamp: "2025-12-31T00:00:01Z"}
+  spec: {schedulerName: volcano-rs, containers: [{name: c, resources: {requests: {cpu: "3"}}}]}
+"#;
+
+    const GOLDEN: &str = concat!(
+        r#"{"cycles":["#,
+        r#"{"cycle":1,"binds":[{"pod":"ns/w0","node":"n1"},{"pod":"ns/w1","node":"n1"}],"pipelined":[],"evictions":[]},"#,
+        // The bound pods are seen running: the PodGroup becomes Running.
+        r#"{"cycle":2,"binds":[],"pipelined":[],"evictions":[]},"#,
+        // Nothing left to change.
+        r#"{"cycle":3,"binds":[],"pipelined":[],"evictions":[]}],"#,
+        r#""pods":{"ns/big":{"node":null,"phase":"Pending","reason":"0/1 nodes are unavailable: 1 Insufficient cpu."},"#,
+        r#""ns/w0":{"node":"n1","phase":"Running"},"ns/w1":{"node":"n1","phase":"Running"}},"#,
+        r#""podGroups":{"ns/pg":{"phase":"Running","conditions":[]}},"#,
+        r#""queues":{"default":{"state":"Open","weight":1,"allocated":{"cpu":2000,"memory":2147483648,"pods":2}}}}"#
+    );
+
+    #[test]
+    fn golden_report_of_a_tiny_cluster() {
+        let mut input = SimInput::default();
+        input.add_str("tiny.yaml", TINY).expect("valid input");
+        let mut opts = SimOptions::new(now());
+        opts.scheduler_conf = Some(ConfFile {
+            name: "none.conf".into(),
+            text: "actions: \"enqueue, allocate\"\ntiers: []\n".into(),
+        });
+        let report = run(&input, &opts).expect("runs");
+        let json = serde_json::to_string(&report).expect("json");
+        assert_eq!(json, GOLDEN);
+        assert!(report.converged);
+    }
+}
