@@ -23,6 +23,8 @@ E2E_RUN=${VOLCANO_E2E_RUN_DIR:-$E2E_CACHE/run}
 E2E_ETCD_CLIENT_PORT=${VOLCANO_E2E_ETCD_PORT:-23790}
 E2E_ETCD_PEER_PORT=${VOLCANO_E2E_ETCD_PEER_PORT:-23800}
 E2E_APISERVER_PORT=${VOLCANO_E2E_APISERVER_PORT:-16443}
+# kwok's own HTTP server, used only for its /healthz.
+E2E_KWOK_PORT=${VOLCANO_E2E_KWOK_PORT:-16447}
 # etcd lives on tmpfs: it is throw-away state and fsync-free writes keep the
 # apiserver fast on a 2-core machine.
 E2E_ETCD_DATA=${VOLCANO_E2E_ETCD_DATA:-/dev/shm/volcano-rs-etcd-$(id -u)-$E2E_ETCD_CLIENT_PORT}
@@ -46,17 +48,25 @@ e2e_die() {
 # any, may be outside the supported version skew).
 e2e_kubectl() { "$E2E_BIN/kubectl" --kubeconfig "$E2E_KUBECONFIG" "$@"; }
 
-# e2e_pid NAME: the recorded pid of a component if that process is still ours
-# and alive; prints nothing otherwise. The executable check guards against a
-# stale pid file whose pid was reused by an unrelated process.
-e2e_pid() {
-	local pidfile=$E2E_RUN/$1.pid pid exe
-	[[ -r $pidfile ]] || return 0
-	pid=$(<"$pidfile")
-	[[ $pid =~ ^[0-9]+$ ]] || return 0
-	exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 0
-	[[ $exe == "$E2E_BIN/$1" ]] && printf '%s\n' "$pid"
-	return 0
+# Every daemon cluster-up starts carries this variable in its environment; it
+# identifies "our" processes exactly (a pid file alone could point at a reused
+# pid), and still finds them if the run directory was deleted under them.
+E2E_MARKER=VOLCANO_E2E_CLUSTER=$E2E_RUN
+
+# e2e_pids [NAME]: pids of this cluster's daemons (of one component if NAME is
+# given), one per line.
+e2e_pids() {
+	local dir comm
+	for dir in /proc/[0-9]*; do
+		# environ is readable only for our own processes; others are skipped.
+		grep -qzxF "$E2E_MARKER" "$dir/environ" 2>/dev/null || continue
+		if [[ -n ${1-} ]]; then
+			read -r comm 2>/dev/null <"$dir/comm" || continue
+			# comm is the executable name cut to 15 characters.
+			[[ $comm == "${1:0:15}" ]] || continue
+		fi
+		printf '%s\n' "${dir#/proc/}"
+	done
 }
 
 # e2e_port_in_use PORT: true when something listens on 127.0.0.1:PORT or on

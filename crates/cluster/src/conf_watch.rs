@@ -11,8 +11,9 @@
 //!   A change applies from the next session; a running session keeps the configuration it
 //!   started with (it holds its own `Arc`).
 //! * An invalid or unreadable new version is refused and the configuration in force stays. Each
-//!   distinct problem is reported once, not at every poll. `poll` logs the outcome; the caller
-//!   turns a [`ReloadOutcome::Refused`] into the metric and the Kubernetes event.
+//!   distinct problem is reported once, not at every poll. `poll` only returns the outcome: the
+//!   caller logs it and turns a [`ReloadOutcome::Refused`] into the metric and the Kubernetes
+//!   event. (`load` logs the warnings of the initial file itself, since it returns none.)
 //! * With no path the embedded default (§1.8) is used. With a path, the file must be valid at
 //!   start-up: Volcano would silently fall back to its default, which hides a broken ConfigMap
 //!   until someone wonders why the policy does not apply.
@@ -23,7 +24,7 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use engine::conf::{DEFAULT_SCHEDULER_CONF, KnownNames, Parsed, SchedulerConf, parse};
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 /// Where the configuration comes from and the one in force.
 #[derive(Debug)]
@@ -99,7 +100,7 @@ impl ConfSource {
 
     /// Re-reads the file if it changed (content hash; follows symlinks, so the ConfigMap `..data`
     /// symlink swap is seen) and returns what happened; an invalid file leaves
-    /// [`current`](Self::current) unchanged.
+    /// [`current`](Self::current) unchanged. Logs nothing: reporting is the caller's.
     pub fn poll(&mut self, known: &KnownNames<'_>) -> ReloadOutcome {
         let Some(file) = &mut self.file else {
             return ReloadOutcome::Unchanged;
@@ -120,22 +121,12 @@ impl ConfSource {
         };
         match parsed {
             Ok(Parsed { conf, warnings }) => {
-                info!(
-                    path = %file.path.display(),
-                    actions = ?conf.actions,
-                    "the scheduler configuration changed; it applies from the next session"
-                );
-                log_warnings(&file.path, &warnings);
                 self.current = Arc::new(conf);
                 ReloadOutcome::Applied { warnings }
             }
-            Err(message) => {
-                let error = format!("{}: {message}", file.path.display());
-                error!(
-                    "refused the changed scheduler configuration, keeping the previous one: {error}"
-                );
-                ReloadOutcome::Refused { error }
-            }
+            Err(message) => ReloadOutcome::Refused {
+                error: format!("{}: {message}", file.path.display()),
+            },
         }
     }
 }

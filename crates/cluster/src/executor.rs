@@ -98,18 +98,39 @@ impl Executor {
     }
 
     /// Performs every write the decisions call for. Returns when all calls finished.
-    pub async fn execute(&self, decisions: Decisions) {
+    pub async fn execute(self: Arc<Self>, decisions: Decisions) {
         let workers = self.cfg.bind_workers.max(1);
-        let binds = futures::stream::iter(decisions.binds.iter()).for_each_concurrent(workers, |b| self.bind(b));
-        let statuses = futures::stream::iter(decisions.pod_group_statuses.iter())
-            .for_each_concurrent(workers, |u| self.write_pod_group_status(u));
-        let conditions = futures::stream::iter(decisions.pod_conditions.iter())
-            .for_each_concurrent(workers, |c| self.write_pod_condition(c));
-        let queues = futures::stream::iter(decisions.queue_allocations.iter())
-            .for_each_concurrent(workers, |q| self.write_queue_status(q));
-        let evictions = futures::stream::iter(decisions.evictions.iter()).for_each_concurrent(workers, |e| self.evict(e));
-        futures::join!(binds, statuses, conditions, queues, evictions);
-        for ev in &decisions.events {
+        let Decisions {
+            binds,
+            pod_group_statuses,
+            pod_conditions,
+            queue_allocations,
+            evictions,
+            events,
+            ..
+        } = decisions;
+        // Each write is an owned future (an `Arc` of the executor and its item), run at most
+        // `workers` at a time per kind.
+        let me = &self;
+        let run = |futs: Vec<futures::future::BoxFuture<'static, ()>>| {
+            futures::stream::iter(futs).buffer_unordered(workers).for_each(|()| async {})
+        };
+        let binds = run(binds.into_iter().map(|b| { let me = me.clone(); Box::pin(async move { me.bind(&b).await }) as _ }).collect());
+        let statuses = run(pod_group_statuses
+            .into_iter()
+            .map(|u| { let me = me.clone(); Box::pin(async move { me.write_pod_group_status(&u).await }) as _ })
+            .collect());
+        let conditions = run(pod_conditions
+            .into_iter()
+            .map(|c| { let me = me.clone(); Box::pin(async move { me.write_pod_condition(&c).await }) as _ })
+            .collect());
+        let queues = run(queue_allocations
+            .into_iter()
+            .map(|q| { let me = me.clone(); Box::pin(async move { me.write_queue_status(&q).await }) as _ })
+            .collect());
+        let evicted = run(evictions.into_iter().map(|e| { let me = me.clone(); Box::pin(async move { me.evict(&e).await }) as _ }).collect());
+        futures::join!(binds, statuses, conditions, queues, evicted);
+        for ev in &events {
             self.publish(ev).await;
         }
     }

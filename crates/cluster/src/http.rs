@@ -47,12 +47,12 @@ pub struct Health {
 
 impl Health {
     /// Not synced yet; leader from the start when there is no election to win.
-    pub fn new(leader_election: bool) -> Arc<Health> {
-        Arc::new(Health {
+    pub fn new(leader_election: bool) -> Health {
+        Health {
             synced: AtomicBool::new(false),
             leader: AtomicBool::new(!leader_election),
             leader_election,
-        })
+        }
     }
 
     /// Ready once synced, whether leading or standing by.
@@ -185,7 +185,9 @@ async fn readyz(health: Arc<Health>) -> Response {
     } else {
         text(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: initial list of the watched resources not complete\nrole: {role}\n"),
+            format!(
+                "not ready: initial list of the watched resources not complete\nrole: {role}\n"
+            ),
         )
     }
 }
@@ -356,7 +358,10 @@ fn expired(
 }
 
 fn timed_out(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, format!("HTTP connection {what} timed out"))
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("HTTP connection {what} timed out"),
+    )
 }
 
 impl AsyncRead for DeadlineStream {
@@ -375,7 +380,12 @@ impl AsyncRead for DeadlineStream {
                 Poll::Ready(result)
             }
             Poll::Pending => {
-                if expired(&mut this.read_timer, this.last_progress, this.timeouts.read, cx) {
+                if expired(
+                    &mut this.read_timer,
+                    this.last_progress,
+                    this.timeouts.read,
+                    cx,
+                ) {
                     Poll::Ready(Err(timed_out("read")))
                 } else {
                     Poll::Pending
@@ -387,7 +397,11 @@ impl AsyncRead for DeadlineStream {
 
 impl DeadlineStream {
     /// Common tail of the write paths: record progress, or enforce the write deadline.
-    fn after_write(&mut self, polled: Poll<io::Result<usize>>, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+    fn after_write(
+        &mut self,
+        polled: Poll<io::Result<usize>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<usize>> {
         match polled {
             Poll::Ready(Ok(n)) => {
                 if n > 0 {
@@ -397,7 +411,12 @@ impl DeadlineStream {
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => {
-                if expired(&mut self.write_timer, self.last_progress, self.timeouts.write, cx) {
+                if expired(
+                    &mut self.write_timer,
+                    self.last_progress,
+                    self.timeouts.write,
+                    cx,
+                ) {
                     Poll::Ready(Err(timed_out("write")))
                 } else {
                     Poll::Pending
@@ -518,7 +537,7 @@ mod tests {
     async fn serves_every_path() {
         let metrics = Metrics::new();
         metrics.set_leader(true);
-        let health = Health::new(true);
+        let health = Arc::new(Health::new(true));
         let dump: DumpFn = Arc::new(|| "nodes: []\n".to_owned());
         let server = start(
             full_router(metrics.clone(), health.clone(), dump),
@@ -529,9 +548,17 @@ mod tests {
 
         let r = fetch(addr, "/metrics").await;
         assert_eq!(r.status, 200);
-        assert!(r.headers.contains("content-type: text/plain; version=0.0.4"), "{}", r.headers);
+        assert!(
+            r.headers
+                .contains("content-type: text/plain; version=0.0.4"),
+            "{}",
+            r.headers
+        );
         assert!(r.body.contains("volcano_leader 1\n"), "{}", r.body);
-        assert!(r.body.contains("# TYPE volcano_e2e_scheduling_latency_milliseconds histogram"));
+        assert!(
+            r.body
+                .contains("# TYPE volcano_e2e_scheduling_latency_milliseconds histogram")
+        );
 
         let r = fetch(addr, "/healthz").await;
         assert_eq!((r.status, r.body.as_str()), (200, "ok"));
@@ -550,7 +577,11 @@ mod tests {
         health.synced.store(true, Ordering::Release);
         let r = fetch(addr, "/readyz").await;
         assert_eq!(r.status, 200);
-        assert!(r.body.starts_with("ok\n") && r.body.contains("role: standby"), "{}", r.body);
+        assert!(
+            r.body.starts_with("ok\n") && r.body.contains("role: standby"),
+            "{}",
+            r.body
+        );
         health.leader.store(true, Ordering::Release);
         let r = fetch(addr, "/readyz").await;
         assert!(r.body.contains("role: leader"), "{}", r.body);
@@ -558,7 +589,11 @@ mod tests {
         let r = fetch(addr, "/debug/state").await;
         assert_eq!(r.status, 200);
         assert_eq!(r.body, "nodes: []\n");
-        assert!(r.headers.contains("content-type: application/yaml"), "{}", r.headers);
+        assert!(
+            r.headers.contains("content-type: application/yaml"),
+            "{}",
+            r.headers
+        );
 
         let r = fetch(addr, "/nope").await;
         assert_eq!(r.status, 404);
@@ -569,9 +604,13 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn health_server_serves_probes_only() {
-        let health = Health::new(false);
+        let health = Arc::new(Health::new(false));
         health.synced.store(true, Ordering::Release);
-        let server = start(health_router(health).fallback(not_found), Timeouts::default()).await;
+        let server = start(
+            health_router(health).fallback(not_found),
+            Timeouts::default(),
+        )
+        .await;
         let r = fetch(server.addr, "/readyz").await;
         assert_eq!(r.status, 200);
         // Without election the only replica leads.
@@ -588,7 +627,7 @@ mod tests {
             read: Duration::from_millis(200),
             ..Timeouts::default()
         };
-        let health = Health::new(false);
+        let health = Arc::new(Health::new(false));
         let server = start(health_router(health), timeouts).await;
         let addr = server.addr;
         let started = std::time::Instant::now();
@@ -641,7 +680,10 @@ mod tests {
         let started = std::time::Instant::now();
         server.stop().await;
         let waited = started.elapsed();
-        assert!(waited >= Duration::from_millis(250), "did not wait: {waited:?}");
+        assert!(
+            waited >= Duration::from_millis(250),
+            "did not wait: {waited:?}"
+        );
         assert!(waited < Duration::from_secs(3), "waited {waited:?}");
         drop(client);
     }
@@ -652,7 +694,7 @@ mod tests {
             .await
             .expect("bind");
         let addr = taken.local_addr().expect("local address");
-        let err = serve_health(addr, Health::new(false), async {})
+        let err = serve_health(addr, Arc::new(Health::new(false)), async {})
             .await
             .expect_err("address in use");
         assert!(err.to_string().contains(&addr.to_string()), "{err:#}");

@@ -300,8 +300,9 @@ struct Elector {
     /// The Lease as last read or written; its `resourceVersion` makes our next write
     /// conditional, so a concurrent writer turns it into a `409 Conflict`.
     observed: Option<Lease>,
-    /// Start of the last attempt that left us holding the Lease; the renew deadline counts
-    /// from here (the `renewTime` written then is no later than this instant).
+    /// Start of the last attempt that left us holding the Lease. The renew deadline counts from
+    /// here; the `renewTime` that attempt wrote is not earlier, so we stop leading at most the
+    /// renew deadline after the `renewTime` other replicas judge expiry by.
     renewed_at: Instant,
     /// The holder last logged while campaigning, so that each change is logged once.
     reported_holder: Option<String>,
@@ -417,10 +418,12 @@ impl Elector {
                 },
                 spec: None,
             };
-            let created = self
-                .api
-                .create(&PostParams::default(), &self.claimed(lease, now))
-                .await?;
+            let mut lease = self.claimed(lease, now);
+            if let Some(spec) = &mut lease.spec {
+                // A new Lease starts at zero transitions, not at one.
+                spec.lease_transitions = Some(0);
+            }
+            let created = self.api.create(&PostParams::default(), &lease).await?;
             self.observed = Some(created);
             return Ok(Attempt::Holding);
         };
@@ -443,11 +446,8 @@ impl Elector {
         let ours = holder(&lease) == self.cfg.identity;
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         if !ours {
-            // A Lease being created has no spec yet and starts at zero transitions.
-            spec.lease_transitions = spec
-                .lease_transitions
-                .map(|n| n.max(0).saturating_add(1))
-                .or(Some(0));
+            let transitions = spec.lease_transitions.unwrap_or(0).max(0);
+            spec.lease_transitions = Some(transitions.saturating_add(1));
             spec.acquire_time = Some(MicroTime(now));
         } else if spec.acquire_time.is_none() {
             spec.acquire_time = Some(MicroTime(now));
@@ -700,9 +700,12 @@ mod tests {
         )
     }
 
+    /// Wall time that follows tokio's paused clock. It starts on a whole second so that the
+    /// times written (which the API keeps to the microsecond) compare equal to `clock.now()`.
     fn virtual_clock() -> Clock {
+        let start = Timestamp::from_second(Timestamp::now().as_second()).unwrap();
         Clock {
-            anchor: Some((Timestamp::now(), Instant::now())),
+            anchor: Some((start, Instant::now())),
         }
     }
 
@@ -848,6 +851,18 @@ mod tests {
         assert_eq!(spec.holder_identity.as_deref(), Some("me"));
         assert_eq!(spec.lease_transitions, Some(3));
         assert_eq!(spec.acquire_time, spec.renew_time);
+        me.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_takeover_counts_from_zero_when_transitions_are_absent() {
+        let clock = virtual_clock();
+        let mut held = lease("crashed", ago(clock, 60), 15, 0);
+        held.spec.as_mut().unwrap().lease_transitions = None;
+        let api = MockApi::new(Some(held));
+        let mut me = start(&api, "me", clock);
+        assert!(me.becomes(true, SECOND).await.is_some());
+        assert_eq!(api.spec().lease_transitions, Some(1));
         me.stop().await;
     }
 

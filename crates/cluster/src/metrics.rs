@@ -170,9 +170,7 @@ impl QueueResourceGauges {
                 registry,
                 gauge_vec(
                     &format!("queue_{kind}_scalar_resources"),
-                    &format!(
-                        "{what} scalar resources of one queue (milli-units; pods as a count)"
-                    ),
+                    &format!("{what} scalar resources of one queue (milli-units; pods as a count)"),
                     &["queue_name", "resource"],
                 ),
             ),
@@ -219,13 +217,19 @@ fn opts(name: &str, help: &str) -> Opts {
 }
 
 fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
-    Histogram::with_opts(HistogramOpts::new(name, help).subsystem(SUBSYSTEM).buckets(buckets))
-        .expect("static histogram definition")
+    Histogram::with_opts(
+        HistogramOpts::new(name, help)
+            .subsystem(SUBSYSTEM)
+            .buckets(buckets),
+    )
+    .expect("static histogram definition")
 }
 
 fn histogram_vec(name: &str, help: &str, buckets: Vec<f64>, labels: &[&str]) -> HistogramVec {
     HistogramVec::new(
-        HistogramOpts::new(name, help).subsystem(SUBSYSTEM).buckets(buckets),
+        HistogramOpts::new(name, help)
+            .subsystem(SUBSYSTEM)
+            .buckets(buckets),
         labels,
     )
     .expect("static histogram definition")
@@ -753,7 +757,9 @@ impl Metrics {
     /// PodGroup was created.
     pub fn job_task_allocated(&self, job: JobLabels<'_>, since_creation: Duration, now: Timestamp) {
         let ms = millis(since_creation);
-        self.e2e_job_duration.with_label_values(&job.values()).set(ms);
+        self.e2e_job_duration
+            .with_label_values(&job.values())
+            .set(ms);
         self.e2e_job_latency.observe(ms);
         self.e2e_job_last_time
             .with_label_values(&job.values())
@@ -770,7 +776,9 @@ impl Metrics {
             let _ = gauge.remove_label_values(&job.values());
         }
         let _ = self.unschedule_task_count.remove_label_values(&[job.name]);
-        let _ = self.job_share.remove_label_values(&[job.namespace, job.name]);
+        let _ = self
+            .job_share
+            .remove_label_values(&[job.namespace, job.name]);
         let _ = self.job_retry_counts.remove_label_values(&[job.name]);
     }
 
@@ -871,9 +879,9 @@ mod tests {
             60000.0,
             30,
             &[
-                50.0, 63.85, 81.53, 104.1, 132.9, 169.8, 216.8, 276.8, 353.5, 451.4, 576.4,
-                736.1, 940.0, 1200.0, 1533.0, 1957.0, 2499.0, 3192.0, 4076.0, 5204.0, 6646.0,
-                8486.0, 10840.0, 13840.0, 17670.0, 22570.0, 28810.0, 36800.0, 46990.0, 60000.0,
+                50.0, 63.85, 81.53, 104.1, 132.9, 169.8, 216.8, 276.8, 353.5, 451.4, 576.4, 736.1,
+                940.0, 1200.0, 1533.0, 1957.0, 2499.0, 3192.0, 4076.0, 5204.0, 6646.0, 8486.0,
+                10840.0, 13840.0, 17670.0, 22570.0, 28810.0, 36800.0, 46990.0, 60000.0,
             ],
         ),
         (
@@ -907,7 +915,10 @@ mod tests {
     fn bucket_range_degenerate_counts() {
         assert!(exponential_buckets_range(1.0, 10.0, 0).is_empty());
         assert_eq!(exponential_buckets_range(1.0, 10.0, 1), vec![1.0]);
-        assert_eq!(exponential_buckets_range(1.0, 100.0, 3), vec![1.0, 10.0, 100.0]);
+        assert_eq!(
+            exponential_buckets_range(1.0, 100.0, 3),
+            vec![1.0, 10.0, 100.0]
+        );
     }
 
     /// One sample line of the exposition: metric name and labels.
@@ -968,7 +979,11 @@ mod tests {
     fn gpu_queue_metrics() -> QueueMetrics {
         QueueMetrics {
             weight: 3,
-            allocated: Resource::from_pairs(2000.0, 4e9, &[("nvidia.com/gpu", 1000.0), ("pods", 2.0)]),
+            allocated: Resource::from_pairs(
+                2000.0,
+                4e9,
+                &[("nvidia.com/gpu", 1000.0), ("pods", 2.0)],
+            ),
             request: Resource::from_pairs(3000.0, 6e9, &[("nvidia.com/gpu", 2000.0)]),
             deserved: Some(Resource::from_pairs(2500.0, 5e9, &[])),
             capability: Some(Resource::from_pairs(8000.0, 16e9, &[])),
@@ -982,9 +997,31 @@ mod tests {
     fn sample_decisions() -> Decisions {
         let mut d = Decisions {
             unschedulable_tasks: 4,
-            unschedulable_jobs: 2,
+            unschedulable_jobs: Some(2),
             ..Decisions::default()
         };
+        d.job_metrics.insert(
+            "ns/pg".to_owned(),
+            JobMetrics {
+                namespace: "ns".to_owned(),
+                name: "pg".to_owned(),
+                queue: "q1".to_owned(),
+                unschedule_task_count: Some(3),
+                retried: true,
+                share: Some(0.25),
+            },
+        );
+        d.job_metrics.insert(
+            "ns/ready".to_owned(),
+            JobMetrics {
+                namespace: "ns".to_owned(),
+                name: "ready".to_owned(),
+                queue: "q1".to_owned(),
+                unschedule_task_count: Some(0),
+                retried: false,
+                share: None,
+            },
+        );
         d.queue_metrics.insert("q1".to_owned(), gpu_queue_metrics());
         d.queue_metrics.insert(
             "q2".to_owned(),
@@ -998,40 +1035,140 @@ mod tests {
 
     /// Every exported family: name, type, label names of its samples (without `le`).
     const FAMILIES: &[(&str, &str, &[&str])] = &[
-        ("volcano_e2e_scheduling_latency_milliseconds", "histogram", &[]),
-        ("volcano_open_session_duration_milliseconds", "histogram", &[]),
-        ("volcano_action_scheduling_latency_milliseconds", "histogram", &["action"]),
-        ("volcano_plugin_scheduling_latency_milliseconds", "histogram", &["plugin", "OnSession"]),
-        ("volcano_task_scheduling_latency_milliseconds", "histogram", &["stage"]),
-        ("volcano_scheduling_stage_duration_milliseconds", "histogram", &["stage"]),
-        ("volcano_e2e_job_scheduling_latency_milliseconds", "histogram", &[]),
-        ("volcano_e2e_job_scheduling_duration", "gauge", &["job_name", "queue", "job_namespace"]),
-        ("volcano_e2e_job_scheduling_start_time", "gauge", &["job_name", "queue", "job_namespace"]),
-        ("volcano_e2e_job_scheduling_last_time", "gauge", &["job_name", "queue", "job_namespace"]),
+        (
+            "volcano_e2e_scheduling_latency_milliseconds",
+            "histogram",
+            &[],
+        ),
+        (
+            "volcano_open_session_duration_milliseconds",
+            "histogram",
+            &[],
+        ),
+        (
+            "volcano_action_scheduling_latency_milliseconds",
+            "histogram",
+            &["action"],
+        ),
+        (
+            "volcano_plugin_scheduling_latency_milliseconds",
+            "histogram",
+            &["plugin", "OnSession"],
+        ),
+        (
+            "volcano_task_scheduling_latency_milliseconds",
+            "histogram",
+            &["stage"],
+        ),
+        (
+            "volcano_scheduling_stage_duration_milliseconds",
+            "histogram",
+            &["stage"],
+        ),
+        (
+            "volcano_e2e_job_scheduling_latency_milliseconds",
+            "histogram",
+            &[],
+        ),
+        (
+            "volcano_e2e_job_scheduling_duration",
+            "gauge",
+            &["job_name", "queue", "job_namespace"],
+        ),
+        (
+            "volcano_e2e_job_scheduling_start_time",
+            "gauge",
+            &["job_name", "queue", "job_namespace"],
+        ),
+        (
+            "volcano_e2e_job_scheduling_last_time",
+            "gauge",
+            &["job_name", "queue", "job_namespace"],
+        ),
         ("volcano_schedule_attempts_total", "counter", &["result"]),
         ("volcano_pod_preemption_victims", "gauge", &[]),
         ("volcano_total_preemption_attempts", "counter", &[]),
-        ("volcano_eviction_transactions_total", "counter", &["action"]),
+        (
+            "volcano_eviction_transactions_total",
+            "counter",
+            &["action"],
+        ),
         ("volcano_unschedule_task_count", "gauge", &["job_id"]),
         ("volcano_unschedule_job_count", "gauge", &[]),
-        ("volcano_queue_allocated_milli_cpu", "gauge", &["queue_name"]),
-        ("volcano_queue_allocated_memory_bytes", "gauge", &["queue_name"]),
-        ("volcano_queue_allocated_scalar_resources", "gauge", &["queue_name", "resource"]),
+        (
+            "volcano_queue_allocated_milli_cpu",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_allocated_memory_bytes",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_allocated_scalar_resources",
+            "gauge",
+            &["queue_name", "resource"],
+        ),
         ("volcano_queue_request_milli_cpu", "gauge", &["queue_name"]),
-        ("volcano_queue_request_memory_bytes", "gauge", &["queue_name"]),
-        ("volcano_queue_request_scalar_resources", "gauge", &["queue_name", "resource"]),
+        (
+            "volcano_queue_request_memory_bytes",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_request_scalar_resources",
+            "gauge",
+            &["queue_name", "resource"],
+        ),
         ("volcano_queue_inqueue_milli_cpu", "gauge", &["queue_name"]),
-        ("volcano_queue_inqueue_memory_bytes", "gauge", &["queue_name"]),
-        ("volcano_queue_inqueue_scalar_resources", "gauge", &["queue_name", "resource"]),
+        (
+            "volcano_queue_inqueue_memory_bytes",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_inqueue_scalar_resources",
+            "gauge",
+            &["queue_name", "resource"],
+        ),
         ("volcano_queue_deserved_milli_cpu", "gauge", &["queue_name"]),
-        ("volcano_queue_deserved_memory_bytes", "gauge", &["queue_name"]),
-        ("volcano_queue_deserved_scalar_resources", "gauge", &["queue_name", "resource"]),
+        (
+            "volcano_queue_deserved_memory_bytes",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_deserved_scalar_resources",
+            "gauge",
+            &["queue_name", "resource"],
+        ),
         ("volcano_queue_capacity_milli_cpu", "gauge", &["queue_name"]),
-        ("volcano_queue_capacity_memory_bytes", "gauge", &["queue_name"]),
-        ("volcano_queue_capacity_scalar_resources", "gauge", &["queue_name", "resource"]),
-        ("volcano_queue_real_capacity_milli_cpu", "gauge", &["queue_name"]),
-        ("volcano_queue_real_capacity_memory_bytes", "gauge", &["queue_name"]),
-        ("volcano_queue_real_capacity_scalar_resources", "gauge", &["queue_name", "resource"]),
+        (
+            "volcano_queue_capacity_memory_bytes",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_capacity_scalar_resources",
+            "gauge",
+            &["queue_name", "resource"],
+        ),
+        (
+            "volcano_queue_real_capacity_milli_cpu",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_real_capacity_memory_bytes",
+            "gauge",
+            &["queue_name"],
+        ),
+        (
+            "volcano_queue_real_capacity_scalar_resources",
+            "gauge",
+            &["queue_name", "resource"],
+        ),
         ("volcano_queue_share", "gauge", &["queue_name"]),
         ("volcano_queue_weight", "gauge", &["queue_name"]),
         ("volcano_queue_overused", "gauge", &["queue_name"]),
@@ -1042,7 +1179,11 @@ mod tests {
         ("volcano_pods_evicted_total", "counter", &["action"]),
         ("volcano_config_reloads_total", "counter", &["result"]),
         ("volcano_leader", "gauge", &[]),
-        ("promhttp_metric_handler_requests_total", "counter", &["code"]),
+        (
+            "promhttp_metric_handler_requests_total",
+            "counter",
+            &["code"],
+        ),
         ("promhttp_metric_handler_requests_in_flight", "gauge", &[]),
     ];
 
@@ -1069,9 +1210,6 @@ mod tests {
         let now = Timestamp::from_second(1_700_000_090).expect("valid");
         m.set_job_start_time(job, created);
         m.job_task_allocated(job, ms(90_000), now);
-        m.set_unschedulable_tasks("pg", 3);
-        m.job_retry("pg");
-        m.set_job_share("ns", "pg", 0.25);
         m.config_reload(true);
         m.set_leader(true);
     }
@@ -1123,7 +1261,10 @@ mod tests {
     fn docs_list_every_family() {
         let docs = include_str!("../../../docs/metrics.md");
         for &(name, _, _) in FAMILIES {
-            assert!(docs.contains(&format!("`{name}")), "docs/metrics.md lacks {name}");
+            assert!(
+                docs.contains(&format!("`{name}")),
+                "docs/metrics.md lacks {name}"
+            );
         }
     }
 
@@ -1148,7 +1289,11 @@ mod tests {
         for &(le, n) in &buckets {
             assert_eq!(n, if le < 10.0 { 0.0 } else { 1.0 }, "le={le}");
         }
-        let open_count = value(&all, "volcano_open_session_duration_milliseconds_count", &[]);
+        let open_count = value(
+            &all,
+            "volcano_open_session_duration_milliseconds_count",
+            &[],
+        );
         assert_eq!(open_count, 1.0);
         let open_sum = value(&all, "volcano_open_session_duration_milliseconds_sum", &[]);
         assert!((open_sum - 2.0).abs() < 1e-9);
@@ -1162,26 +1307,56 @@ mod tests {
         m.record_decisions(&sample_decisions());
         let all = samples(&m.encode_text());
         let q1 = [("queue_name", "q1")];
-        assert_eq!(value(&all, "volcano_queue_allocated_milli_cpu", &q1), 2000.0);
-        assert_eq!(value(&all, "volcano_queue_allocated_memory_bytes", &q1), 4e9);
+        assert_eq!(
+            value(&all, "volcano_queue_allocated_milli_cpu", &q1),
+            2000.0
+        );
+        assert_eq!(
+            value(&all, "volcano_queue_allocated_memory_bytes", &q1),
+            4e9
+        );
         let gpu = [("queue_name", "q1"), ("resource", "nvidia.com/gpu")];
         let pods = [("queue_name", "q1"), ("resource", "pods")];
-        assert_eq!(value(&all, "volcano_queue_allocated_scalar_resources", &gpu), 1000.0);
-        assert_eq!(value(&all, "volcano_queue_allocated_scalar_resources", &pods), 2.0);
-        assert_eq!(value(&all, "volcano_queue_request_scalar_resources", &gpu), 2000.0);
+        assert_eq!(
+            value(&all, "volcano_queue_allocated_scalar_resources", &gpu),
+            1000.0
+        );
+        assert_eq!(
+            value(&all, "volcano_queue_allocated_scalar_resources", &pods),
+            2.0
+        );
+        assert_eq!(
+            value(&all, "volcano_queue_request_scalar_resources", &gpu),
+            2000.0
+        );
         // Seen in this update for the queue, so reported as 0 where absent.
-        assert_eq!(value(&all, "volcano_queue_request_scalar_resources", &pods), 0.0);
-        assert_eq!(value(&all, "volcano_queue_deserved_scalar_resources", &gpu), 0.0);
+        assert_eq!(
+            value(&all, "volcano_queue_request_scalar_resources", &pods),
+            0.0
+        );
+        assert_eq!(
+            value(&all, "volcano_queue_deserved_scalar_resources", &gpu),
+            0.0
+        );
         assert_eq!(value(&all, "volcano_queue_deserved_milli_cpu", &q1), 2500.0);
-        assert_eq!(value(&all, "volcano_queue_capacity_memory_bytes", &q1), 16e9);
-        assert_eq!(value(&all, "volcano_queue_real_capacity_milli_cpu", &q1), 6000.0);
+        assert_eq!(
+            value(&all, "volcano_queue_capacity_memory_bytes", &q1),
+            16e9
+        );
+        assert_eq!(
+            value(&all, "volcano_queue_real_capacity_milli_cpu", &q1),
+            6000.0
+        );
         assert_eq!(value(&all, "volcano_queue_inqueue_milli_cpu", &q1), 1000.0);
         assert_eq!(value(&all, "volcano_queue_share", &q1), 0.8);
         assert_eq!(value(&all, "volcano_queue_weight", &q1), 3.0);
         assert_eq!(value(&all, "volcano_queue_overused", &q1), 1.0);
         assert_eq!(value(&all, "volcano_unschedule_job_count", &[]), 2.0);
         let unsched = [("result", "unschedulable")];
-        assert_eq!(value(&all, "volcano_schedule_attempts_total", &unsched), 4.0);
+        assert_eq!(
+            value(&all, "volcano_schedule_attempts_total", &unsched),
+            4.0
+        );
 
         // Only what a plugin set is reported: q2 has no deserved, share or overused series.
         let q2 = [("queue_name", "q2")];
@@ -1217,11 +1392,27 @@ mod tests {
         m.record_decisions(&d);
         let all = samples(&m.encode_text());
         let gpu = [("queue_name", "q1"), ("resource", "nvidia.com/gpu")];
-        assert_eq!(value(&all, "volcano_queue_allocated_scalar_resources", &gpu), 0.0);
-        assert_eq!(value(&all, "volcano_queue_request_scalar_resources", &gpu), 0.0);
-        assert_eq!(value(&all, "volcano_queue_allocated_milli_cpu", &[("queue_name", "q1")]), 500.0);
+        assert_eq!(
+            value(&all, "volcano_queue_allocated_scalar_resources", &gpu),
+            0.0
+        );
+        assert_eq!(
+            value(&all, "volcano_queue_request_scalar_resources", &gpu),
+            0.0
+        );
+        assert_eq!(
+            value(
+                &all,
+                "volcano_queue_allocated_milli_cpu",
+                &[("queue_name", "q1")]
+            ),
+            500.0
+        );
         // Vectors not updated this time keep their last value (Volcano updates them the same way).
-        assert_eq!(value(&all, "volcano_queue_share", &[("queue_name", "q1")]), 0.8);
+        assert_eq!(
+            value(&all, "volcano_queue_share", &[("queue_name", "q1")]),
+            0.8
+        );
     }
 
     #[test]
@@ -1235,10 +1426,18 @@ mod tests {
         assert!(text.contains("volcano_queue_weight{queue_name=\"q2\"} 1"));
         // A queue that comes back starts afresh: no zeroed scalars from its previous life.
         let mut d = Decisions::default();
-        d.queue_metrics.insert("q1".to_owned(), QueueMetrics::default());
+        d.queue_metrics
+            .insert("q1".to_owned(), QueueMetrics::default());
         m.record_decisions(&d);
         let all = samples(&m.encode_text());
-        assert!(find(&all, "volcano_queue_allocated_scalar_resources", &[("queue_name", "q1")]).is_none());
+        assert!(
+            find(
+                &all,
+                "volcano_queue_allocated_scalar_resources",
+                &[("queue_name", "q1")]
+            )
+            .is_none()
+        );
         // Removing an unknown queue is harmless.
         m.remove_queue("never-seen");
     }
@@ -1248,7 +1447,14 @@ mod tests {
         let m = Metrics::new();
         let all = samples(&m.encode_text());
         for result in ["scheduled", "unschedulable", "error"] {
-            assert_eq!(value(&all, "volcano_schedule_attempts_total", &[("result", result)]), 0.0);
+            assert_eq!(
+                value(
+                    &all,
+                    "volcano_schedule_attempts_total",
+                    &[("result", result)]
+                ),
+                0.0
+            );
         }
         assert_eq!(value(&all, "volcano_leader", &[]), 0.0);
 
@@ -1262,20 +1468,57 @@ mod tests {
         let all = samples(&m.encode_text());
         assert_eq!(value(&all, "volcano_pods_bound_total", &[]), 2.0);
         assert_eq!(value(&all, "volcano_bind_errors_total", &[]), 1.0);
-        assert_eq!(value(&all, "volcano_schedule_attempts_total", &[("result", "scheduled")]), 2.0);
-        assert_eq!(value(&all, "volcano_schedule_attempts_total", &[("result", "error")]), 1.0);
+        assert_eq!(
+            value(
+                &all,
+                "volcano_schedule_attempts_total",
+                &[("result", "scheduled")]
+            ),
+            2.0
+        );
+        assert_eq!(
+            value(
+                &all,
+                "volcano_schedule_attempts_total",
+                &[("result", "error")]
+            ),
+            1.0
+        );
         let bind = [("stage", "Bind")];
-        assert_eq!(value(&all, "volcano_scheduling_stage_duration_milliseconds_count", &bind), 2.0);
+        assert_eq!(
+            value(
+                &all,
+                "volcano_scheduling_stage_duration_milliseconds_count",
+                &bind
+            ),
+            2.0
+        );
         let bound = [("stage", "Bound")];
-        assert_eq!(value(&all, "volcano_task_scheduling_latency_milliseconds_count", &bound), 1.0);
+        assert_eq!(
+            value(
+                &all,
+                "volcano_task_scheduling_latency_milliseconds_count",
+                &bound
+            ),
+            1.0
+        );
         let reclaim = [("action", "reclaim")];
-        assert_eq!(value(&all, "volcano_eviction_transactions_total", &reclaim), 1.0);
+        assert_eq!(
+            value(&all, "volcano_eviction_transactions_total", &reclaim),
+            1.0
+        );
         assert_eq!(value(&all, "volcano_pods_evicted_total", &reclaim), 3.0);
         let preempt = [("action", "preempt")];
-        assert_eq!(value(&all, "volcano_eviction_transactions_total", &preempt), 1.0);
+        assert_eq!(
+            value(&all, "volcano_eviction_transactions_total", &preempt),
+            1.0
+        );
         assert_eq!(value(&all, "volcano_leader", &[]), 1.0);
         m.set_leader(false);
-        assert_eq!(value(&samples(&m.encode_text()), "volcano_leader", &[]), 0.0);
+        assert_eq!(
+            value(&samples(&m.encode_text()), "volcano_leader", &[]),
+            0.0
+        );
     }
 
     #[test]
@@ -1284,12 +1527,34 @@ mod tests {
         record_everything(&m);
         let all = samples(&m.encode_text());
         let job = [("job_name", "pg"), ("queue", "q1"), ("job_namespace", "ns")];
-        assert_eq!(value(&all, "volcano_e2e_job_scheduling_start_time", &job), 1.7e9);
-        assert_eq!(value(&all, "volcano_e2e_job_scheduling_last_time", &job), 1_700_000_090.0);
-        assert_eq!(value(&all, "volcano_e2e_job_scheduling_duration", &job), 90_000.0);
-        assert_eq!(value(&all, "volcano_unschedule_task_count", &[("job_id", "pg")]), 3.0);
-        assert_eq!(value(&all, "volcano_job_retry_counts", &[("job_id", "pg")]), 1.0);
-        assert_eq!(value(&all, "volcano_job_share", &[("job_ns", "ns"), ("job_id", "pg")]), 0.25);
+        assert_eq!(
+            value(&all, "volcano_e2e_job_scheduling_start_time", &job),
+            1.7e9
+        );
+        assert_eq!(
+            value(&all, "volcano_e2e_job_scheduling_last_time", &job),
+            1_700_000_090.0
+        );
+        assert_eq!(
+            value(&all, "volcano_e2e_job_scheduling_duration", &job),
+            90_000.0
+        );
+        assert_eq!(
+            value(&all, "volcano_unschedule_task_count", &[("job_id", "pg")]),
+            3.0
+        );
+        assert_eq!(
+            value(&all, "volcano_job_retry_counts", &[("job_id", "pg")]),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &all,
+                "volcano_job_share",
+                &[("job_ns", "ns"), ("job_id", "pg")]
+            ),
+            0.25
+        );
 
         m.remove_job(JobLabels {
             namespace: "ns",
@@ -1300,18 +1565,87 @@ mod tests {
         assert!(!text.contains("\"pg\""), "{text}");
         // The histogram keeps its observation: it has no per-job series.
         let all = samples(&text);
-        assert_eq!(value(&all, "volcano_e2e_job_scheduling_latency_milliseconds_count", &[]), 1.0);
+        assert_eq!(
+            value(
+                &all,
+                "volcano_e2e_job_scheduling_latency_milliseconds_count",
+                &[]
+            ),
+            1.0
+        );
     }
 
     #[test]
     fn scrape_counts_itself_like_promhttp() {
         let m = Metrics::new();
         let first = samples(&m.scrape().expect("encodes"));
-        assert_eq!(value(&first, "promhttp_metric_handler_requests_in_flight", &[]), 1.0);
-        assert_eq!(value(&first, "promhttp_metric_handler_requests_total", &[("code", "200")]), 0.0);
+        assert_eq!(
+            value(&first, "promhttp_metric_handler_requests_in_flight", &[]),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &first,
+                "promhttp_metric_handler_requests_total",
+                &[("code", "200")]
+            ),
+            0.0
+        );
         let second = samples(&m.scrape().expect("encodes"));
-        assert_eq!(value(&second, "promhttp_metric_handler_requests_total", &[("code", "200")]), 1.0);
+        assert_eq!(
+            value(
+                &second,
+                "promhttp_metric_handler_requests_total",
+                &[("code", "200")]
+            ),
+            1.0
+        );
         assert_eq!(m.content_type(), "text/plain; version=0.0.4");
+    }
+
+    #[test]
+    fn job_figures_follow_the_sessions() {
+        let m = Metrics::new();
+        m.record_decisions(&sample_decisions());
+        m.record_decisions(&sample_decisions());
+        let all = samples(&m.encode_text());
+        // One retry per session the job stayed unready; none for the ready job.
+        assert_eq!(
+            value(&all, "volcano_job_retry_counts", &[("job_id", "pg")]),
+            2.0
+        );
+        assert!(find(&all, "volcano_job_retry_counts", &[("job_id", "ready")]).is_none());
+        assert_eq!(
+            value(
+                &all,
+                "volcano_unschedule_task_count",
+                &[("job_id", "ready")]
+            ),
+            0.0
+        );
+        assert!(find(&all, "volcano_job_share", &[("job_id", "ready")]).is_none());
+        assert_eq!(value(&all, "volcano_unschedule_job_count", &[]), 2.0);
+        assert_eq!(
+            value(
+                &all,
+                "volcano_schedule_attempts_total",
+                &[("result", "unschedulable")]
+            ),
+            8.0
+        );
+
+        // A session without gang leaves the job count as it was.
+        let mut d = Decisions {
+            unschedulable_jobs: None,
+            ..Decisions::default()
+        };
+        m.record_decisions(&d);
+        let all = samples(&m.encode_text());
+        assert_eq!(value(&all, "volcano_unschedule_job_count", &[]), 2.0);
+        d.unschedulable_jobs = Some(0);
+        m.record_decisions(&d);
+        let all = samples(&m.encode_text());
+        assert_eq!(value(&all, "volcano_unschedule_job_count", &[]), 0.0);
     }
 
     #[test]
@@ -1321,7 +1655,21 @@ mod tests {
         m.config_reload(false);
         m.config_reload(false);
         let all = samples(&m.encode_text());
-        assert_eq!(value(&all, "volcano_config_reloads_total", &[("result", "success")]), 1.0);
-        assert_eq!(value(&all, "volcano_config_reloads_total", &[("result", "failure")]), 2.0);
+        assert_eq!(
+            value(
+                &all,
+                "volcano_config_reloads_total",
+                &[("result", "success")]
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &all,
+                "volcano_config_reloads_total",
+                &[("result", "failure")]
+            ),
+            2.0
+        );
     }
 }

@@ -397,4 +397,45 @@ mod tests {
         let nodes = [res(4000.0, 0.0, &[])];
         assert_eq!(w.unoffered(nodes.iter()), vec!["memory", "nvidia.com/gpu"]);
     }
+
+    #[test]
+    fn node_order_reads_the_session_node() {
+        use crate::testutil::{StateLookup, TestCluster, allocate, pod, pod_group};
+        use serde_json::json;
+
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "4", "memory": "8Gi", "pods": "110"}));
+        c.pod(pod(
+            "ns",
+            "old",
+            None,
+            "Running",
+            Some("n1"),
+            json!({"cpu": "2", "memory": "4Gi"}),
+        ));
+        c.pod_group(pod_group("ns", "pg", 1));
+        c.pod(pod(
+            "ns",
+            "placed",
+            Some("pg"),
+            "Pending",
+            None,
+            json!({"cpu": "1", "memory": "2Gi"}),
+        ));
+        c.pod(pod(
+            "ns",
+            "new",
+            None,
+            "Pending",
+            None,
+            json!({"cpu": "1", "memory": "2Gi"}),
+        ));
+        let mut ssn = c.session(&[&[NAME]]);
+        let (t, n) = (ssn.state.task_by_key("ns/new"), ssn.state.node_by_key("n1"));
+        assert!(ssn.has_node_order());
+        assert_eq!(ssn.node_order(t, n), Ok(75.0));
+        // An allocation earlier in the session fills the node further.
+        allocate(&mut ssn, "ns/placed", "n1");
+        assert_eq!(ssn.node_order(t, n), Ok(100.0));
+    }
 }

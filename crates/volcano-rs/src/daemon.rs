@@ -234,12 +234,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     {
         let (h, rx) = (health.clone(), shutdown_rx.clone());
-        let listener = tokio::net::TcpListener::bind(healthz)
+        // A health port that cannot be bound aborts start-up (as Volcano does).
+        let listener = http::bind(healthz)
             .await
             .with_context(|| format!("--healthz-address {healthz}"))?;
-        drop(listener); // checked it is free; serve_health binds it again
         servers.spawn(async move {
-            if let Err(e) = http::serve_health(healthz, h, wait_shutdown(rx)).await {
+            if let Err(e) = http::serve_health_on(listener, h, wait_shutdown(rx)).await {
                 tracing::error!(address = %healthz, error = %e, "health server failed");
             }
         });

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
+use volcano_rs::daemon::RunArgs;
 use volcano_rs::simulate::{self, ConfFile, SimError, SimInput, SimOptions};
 
 #[derive(Parser)]
@@ -28,6 +29,25 @@ enum Command {
     /// included); `-` reads standard input. Sessions run until one changes nothing, at most
     /// --cycles.
     Simulate(SimulateArgs),
+    /// Run the scheduler against a Kubernetes API server.
+    ///
+    /// Watches Pods, Nodes, PodGroups, Queues, PriorityClasses, PodDisruptionBudgets,
+    /// ResourceQuotas and Namespaces, runs a session every --schedule-period (sooner when new
+    /// pending pods arrive) while holding the leader Lease, and writes binds, evictions and
+    /// status back. Logs go to stderr; levels from RUST_LOG (default info).
+    Run {
+        #[command(flatten)]
+        args: Box<RunArgs>,
+        /// Log format.
+        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
+    },
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -38,7 +58,7 @@ struct SimulateArgs {
 
     /// Run at most N sessions (the run ends earlier after a session that changed nothing).
     #[arg(long, value_name = "N", default_value_t = simulate::DEFAULT_MAX_CYCLES,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+          value_parser = parse_cycles)]
     cycles: usize,
 
     /// The clock the sessions see (RFC 3339, e.g. 2026-01-01T00:00:00Z); default: now.
@@ -66,16 +86,46 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
+    match cli.command {
+        Command::Simulate(args) => {
+            init_logging(LogFormat::Text, "warn");
+            simulate_command(args)
+        }
+        Command::Run { args, log_format } => {
+            init_logging(log_format, "info");
+            run_command(*args)
+        }
+    }
+}
+
+fn init_logging(format: LogFormat, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
-    match cli.command {
-        Command::Simulate(args) => simulate_command(args),
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn run_command(args: RunArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(volcano_rs::daemon::run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -93,6 +143,14 @@ fn simulate_command(args: SimulateArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+fn parse_cycles(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("at least one cycle is needed".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }
 

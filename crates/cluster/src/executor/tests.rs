@@ -21,6 +21,8 @@ use super::*;
 const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
 const STRATEGIC: &str = "application/strategic-merge-patch+json";
 const MERGE: &str = "application/merge-patch+json";
+/// `Mock::fail` count for a failure that never stops.
+const ALWAYS: usize = usize::MAX;
 
 /// One request as the mock API server saw it.
 #[derive(Clone, Debug)]
@@ -37,9 +39,9 @@ struct Recorded {
 #[derive(Default)]
 struct MockInner {
     requests: Mutex<Vec<Recorded>>,
-    /// (method, path) → status codes to answer with, consumed front to back; once empty the
-    /// default answer applies.
-    script: Mutex<HashMap<(Method, String), Vec<u16>>>,
+    /// (method, path) → (status code, how many more times), consumed front to back; once
+    /// empty the default answer applies.
+    script: Mutex<HashMap<(Method, String), Vec<(u16, usize)>>>,
     /// Binding requests currently being answered, and the highest value seen.
     binds_in_flight: AtomicUsize,
     max_binds_in_flight: AtomicUsize,
@@ -57,7 +59,7 @@ impl Mock {
         script
             .entry((method, path.to_string()))
             .or_default()
-            .extend(std::iter::repeat_n(code, times));
+            .push((code, times));
     }
 
     fn requests(&self) -> Vec<Recorded> {
@@ -141,8 +143,15 @@ impl Mock {
             let mut script = self.0.script.lock().expect("script lock");
             script
                 .get_mut(&(parts.method.clone(), path.clone()))
-                .filter(|codes| !codes.is_empty())
-                .map(|codes| codes.remove(0))
+                .and_then(|codes| {
+                    let (code, times) = codes.first_mut()?;
+                    let code = *code;
+                    *times -= 1;
+                    if *times == 0 {
+                        codes.remove(0);
+                    }
+                    Some(code)
+                })
         };
         if let Some(code) = scripted {
             return reply(
@@ -222,7 +231,13 @@ struct Fixture {
     mock: Mock,
     shared: Arc<Shared>,
     metrics: Arc<Metrics>,
-    executor: Executor,
+    executor: Arc<Executor>,
+}
+
+impl Fixture {
+    async fn run(&self, d: Decisions) {
+        self.executor.clone().execute(d).await;
+    }
 }
 
 fn fixture_with(bind_workers: usize, pods: &[&str]) -> Fixture {
@@ -234,7 +249,7 @@ fn fixture_with(bind_workers: usize, pods: &[&str]) -> Fixture {
     let mock = Mock::default();
     *mock.0.shared.lock().expect("shared lock") = Some(shared.clone());
     let metrics = Metrics::new();
-    let executor = Executor::new(
+    let executor = Arc::new(Executor::new(
         mock.client(),
         shared.clone(),
         Arc::new(RateLimiter::new(10_000.0, 10_000)),
@@ -244,7 +259,7 @@ fn fixture_with(bind_workers: usize, pods: &[&str]) -> Fixture {
             scheduler_name: "volcano-rs".into(),
             instance: "volcano-rs-0".into(),
         },
-    );
+    ));
     Fixture {
         mock,
         shared,
@@ -303,7 +318,7 @@ async fn successful_bind_posts_binding_keeps_assumption_and_reports_scheduled() 
     assert_eq!(f.shared.lock().assumed_count(), 1);
     assert!(f.mock.requests().is_empty(), "assume performs no I/O");
 
-    f.executor.execute(d).await;
+    f.run(d).await;
 
     let posts = f
         .mock
@@ -365,7 +380,7 @@ async fn failed_bind_rolls_back_writes_condition_and_failed_scheduling() {
         f.mock.fail(Method::POST, binding, code, 1);
         let d = binds(vec![bind("p", "n1")]);
         f.executor.assume(&d);
-        f.executor.execute(d).await;
+        f.run(d).await;
 
         // A bind is not idempotent: never retried, even on a 500.
         assert_eq!(
@@ -427,7 +442,7 @@ async fn one_failed_bind_does_not_affect_the_others() {
         .fail(Method::POST, "/api/v1/namespaces/ns/pods/b/binding", 500, 1);
     let d = binds(vec![bind("a", "n1"), bind("b", "n1"), bind("c", "n2")]);
     f.executor.assume(&d);
-    f.executor.execute(d).await;
+    f.run(d).await;
     assert_eq!(pod_status(&f.shared, "ns/a").1.as_deref(), Some("n1"));
     assert_eq!(pod_status(&f.shared, "ns/b"), (TaskStatus::Pending, None));
     assert_eq!(pod_status(&f.shared, "ns/c").1.as_deref(), Some("n2"));
@@ -450,7 +465,7 @@ async fn pods_gone_or_malformed_are_not_assumed_and_malformed_keys_send_nothing(
     let d = binds(vec![bind("gone", "n1"), bad]);
     f.executor.assume(&d);
     assert_eq!(f.shared.lock().assumed_count(), 0);
-    f.executor.execute(d).await;
+    f.run(d).await;
     assert!(
         f.mock
             .requests()
@@ -484,7 +499,7 @@ async fn pod_condition_keeps_transition_time_when_already_false_and_sets_nominat
         }],
         ..Decisions::default()
     };
-    f.executor.execute(d).await;
+    f.run(d).await;
     let patches = f
         .mock
         .matching(Method::PATCH, "/api/v1/namespaces/ns/pods/p/status");
@@ -524,7 +539,7 @@ fn eviction(pod: &str) -> Decisions {
 #[tokio::test]
 async fn eviction_emits_event_writes_conditions_then_deletes() {
     let f = fixture(&[]);
-    f.executor.execute(eviction("v")).await;
+    f.run(eviction("v")).await;
 
     let reqs = f.mock.requests();
     let order: Vec<(Method, &str)> = reqs
@@ -587,13 +602,9 @@ async fn eviction_emits_event_writes_conditions_then_deletes() {
 #[tokio::test]
 async fn eviction_of_an_already_deleted_pod_is_fine() {
     let f = fixture(&[]);
-    f.mock.fail(
-        Method::DELETE,
-        "/api/v1/namespaces/ns/pods/v",
-        404,
-        usize::MAX,
-    );
-    f.executor.execute(eviction("v")).await;
+    f.mock
+        .fail(Method::DELETE, "/api/v1/namespaces/ns/pods/v", 404, ALWAYS);
+    f.run(eviction("v")).await;
     assert_eq!(
         f.mock
             .matching(Method::DELETE, "/api/v1/namespaces/ns/pods/v")
@@ -614,7 +625,7 @@ async fn eviction_delete_is_retried_on_transient_errors_and_proceeds_when_the_st
         .fail(Method::PATCH, "/api/v1/namespaces/ns/pods/v/status", 409, 1);
     f.mock
         .fail(Method::DELETE, "/api/v1/namespaces/ns/pods/v", 503, 1);
-    f.executor.execute(eviction("v")).await;
+    f.run(eviction("v")).await;
     // 409 is not transient: one status attempt; the delete still happens, once retried.
     assert_eq!(
         f.mock
@@ -660,7 +671,7 @@ async fn pod_group_status_is_a_merge_patch_of_the_status() {
         }],
         ..Decisions::default()
     };
-    f.executor.execute(d).await;
+    f.run(d).await;
 
     let reqs = f.mock.requests();
     assert_eq!(reqs.len(), 1, "no events for a status write");
@@ -724,7 +735,7 @@ async fn queue_status_patch_writes_quantities_and_opens_a_queue_without_state() 
         ],
         ..Decisions::default()
     };
-    f.executor.execute(d).await;
+    f.run(d).await;
 
     let body_of = |q: &str| {
         let path = format!("/apis/scheduling.volcano.sh/v1beta1/queues/{q}/status");
@@ -772,15 +783,15 @@ async fn transient_status_errors_are_retried_until_success() {
     let f = fixture(&[]);
     f.mock.fail(Method::PATCH, PG_PATH, 500, 1);
     f.mock.fail(Method::PATCH, PG_PATH, 429, 1);
-    f.executor.execute(pod_group_update()).await;
+    f.run(pod_group_update()).await;
     assert_eq!(f.mock.matching(Method::PATCH, PG_PATH).len(), 3);
 }
 
 #[tokio::test]
 async fn transient_status_errors_give_up_after_three_attempts() {
     let f = fixture(&[]);
-    f.mock.fail(Method::PATCH, PG_PATH, 500, usize::MAX);
-    f.executor.execute(pod_group_update()).await;
+    f.mock.fail(Method::PATCH, PG_PATH, 500, ALWAYS);
+    f.run(pod_group_update()).await;
     assert_eq!(
         f.mock.matching(Method::PATCH, PG_PATH).len(),
         WRITE_ATTEMPTS as usize
@@ -792,8 +803,8 @@ async fn transient_status_errors_give_up_after_three_attempts() {
 async fn permanent_status_errors_are_not_retried() {
     for code in [404, 409, 422] {
         let f = fixture(&[]);
-        f.mock.fail(Method::PATCH, PG_PATH, code, usize::MAX);
-        f.executor.execute(pod_group_update()).await;
+        f.mock.fail(Method::PATCH, PG_PATH, code, ALWAYS);
+        f.run(pod_group_update()).await;
         assert_eq!(
             f.mock.matching(Method::PATCH, PG_PATH).len(),
             1,
@@ -806,7 +817,7 @@ async fn permanent_status_errors_are_not_retried() {
 async fn failed_pod_condition_write_publishes_no_event() {
     let f = fixture(&["p"]);
     let path = "/api/v1/namespaces/ns/pods/p/status";
-    f.mock.fail(Method::PATCH, path, 404, usize::MAX);
+    f.mock.fail(Method::PATCH, path, 404, ALWAYS);
     let d = Decisions {
         pod_conditions: vec![PodConditionUpdate {
             pod: "ns/p".into(),
@@ -816,7 +827,7 @@ async fn failed_pod_condition_write_publishes_no_event() {
         }],
         ..Decisions::default()
     };
-    f.executor.execute(d).await;
+    f.run(d).await;
     assert_eq!(f.mock.matching(Method::PATCH, path).len(), 1);
     assert!(f.mock.events().is_empty());
 }
@@ -864,38 +875,35 @@ async fn identical_event_is_published_once() {
         "Unschedulable",
         "0/1 nodes are available",
     )]);
-    f.executor.execute(d.clone()).await;
-    f.executor.execute(d).await;
+    f.run(d.clone()).await;
+    f.run(d).await;
     assert_eq!(f.mock.events().len(), 1);
     assert_eq!(f.mock.matching(Method::POST, EVENTS_PATH).len(), 1);
 
     // Another object, or another reason, is another event.
-    f.executor
-        .execute(events(vec![
-            pod_event("q", "Unschedulable", "0/1 nodes are available"),
-            pod_event("p", "FailedScheduling", "0/1 nodes are available"),
-        ]))
-        .await;
+    f.run(events(vec![
+        pod_event("q", "Unschedulable", "0/1 nodes are available"),
+        pod_event("p", "FailedScheduling", "0/1 nodes are available"),
+    ]))
+    .await;
     assert_eq!(f.mock.events().len(), 3);
 }
 
 #[tokio::test]
 async fn a_changed_message_is_published_with_the_new_message() {
     let f = fixture(&[]);
-    f.executor
-        .execute(events(vec![pod_event(
-            "p",
-            "FailedScheduling",
-            "0/3 nodes: Insufficient cpu",
-        )]))
-        .await;
-    f.executor
-        .execute(events(vec![pod_event(
-            "p",
-            "FailedScheduling",
-            "0/3 nodes: untolerated taint",
-        )]))
-        .await;
+    f.run(events(vec![pod_event(
+        "p",
+        "FailedScheduling",
+        "0/3 nodes: Insufficient cpu",
+    )]))
+    .await;
+    f.run(events(vec![pod_event(
+        "p",
+        "FailedScheduling",
+        "0/3 nodes: untolerated taint",
+    )]))
+    .await;
     let written = f.mock.events();
     assert_eq!(written.len(), 2);
     // Whatever the write (a new event or a series update of the old one), the object that
@@ -943,7 +951,7 @@ async fn bind_concurrency_never_exceeds_bind_workers() {
         *f.mock.0.bind_delay.lock().expect("delay lock") = Duration::from_millis(20);
         let d = binds(names.iter().map(|n| bind(n, "n1")).collect());
         f.executor.assume(&d);
-        f.executor.execute(d).await;
+        f.run(d).await;
         let posted = f
             .mock
             .requests()
@@ -967,7 +975,7 @@ async fn zero_bind_workers_still_binds_one_at_a_time() {
     let f = fixture_with(0, &["a", "b"]);
     *f.mock.0.bind_delay.lock().expect("delay lock") = Duration::from_millis(5);
     let d = binds(vec![bind("a", "n1"), bind("b", "n1")]);
-    f.executor.execute(d).await;
+    f.run(d).await;
     assert_eq!(f.mock.0.max_binds_in_flight.load(Ordering::SeqCst), 1);
     assert_eq!(f.mock.events_with_reason("Scheduled").len(), 2);
 }

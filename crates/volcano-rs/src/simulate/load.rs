@@ -5,6 +5,10 @@
 //! whose items may omit `kind`) are unpacked. The kinds the scheduler watches are kept, other
 //! kinds are skipped with a warning. A malformed object is an error naming the file, the
 //! document, the object and the offending field.
+//!
+//! Objects are taken as they are, status included: a ResourceQuota counts through its
+//! `status.hard`/`status.used`, as Volcano reads it. What the API server would add on creation
+//! is added later, by the simulated cluster.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -137,7 +141,7 @@ impl SimInput {
         Ok(())
     }
 
-    /// Number of objects read.
+    /// Number of distinct objects read (a redefinition counts once).
     pub fn object_count(&self) -> usize {
         self.seen.len()
     }
@@ -264,7 +268,19 @@ impl SimInput {
                 self.pod_disruption_budgets
                     .push(typed(value, known, &fail)?);
             }
-            Kind::ResourceQuota => self.resource_quotas.push(typed(value, known, &fail)?),
+            Kind::ResourceQuota => {
+                let quota: ResourceQuota = typed(value, known, &fail)?;
+                // Volcano reads the status, which the quota controller writes from the spec.
+                let has_status = quota.status.as_ref().is_some_and(|s| s.hard.is_some());
+                let has_spec = quota.spec.as_ref().is_some_and(|s| s.hard.is_some());
+                if has_spec && !has_status {
+                    self.warnings.push(format!(
+                        "{file}: {located}: no status.hard; the scheduler reads the quota's \
+                         status (written by the quota controller), so it limits nothing here"
+                    ));
+                }
+                self.resource_quotas.push(quota);
+            }
             Kind::Namespace => self.namespaces.push(typed(value, known, &fail)?),
         }
         if !self.seen.insert((known, key.clone())) {
@@ -526,6 +542,19 @@ metadata: {name: n1}
         );
         assert!(
             input.warnings[1].contains("document 2") && input.warnings[1].contains("policy/v1")
+        );
+    }
+
+    #[test]
+    fn a_quota_without_status_is_reported() {
+        let input = load("kind: ResourceQuota\nmetadata: {name: rq, namespace: ns}\nspec: {hard: {cpu: \"4\"}}\n")
+            .expect("valid");
+        assert_eq!(input.resource_quotas.len(), 1);
+        assert_eq!(input.warnings.len(), 1, "{:?}", input.warnings);
+        assert!(
+            input.warnings[0].contains("(ResourceQuota ns/rq): no status.hard"),
+            "{:?}",
+            input.warnings
         );
     }
 
