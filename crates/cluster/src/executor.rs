@@ -22,10 +22,10 @@ use engine::framework::{Decisions, Event as SchedEvent, EventType, ObjectRef};
 use engine::framework::decisions::{Bind, Eviction, PodConditionUpdate, PodGroupStatusUpdate, QueueAllocation};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::events::v1::Event as KubeEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
 use kube::{Api, Client};
 use serde_json::json;
 
@@ -53,7 +53,6 @@ pub struct Executor {
     shared: Arc<Shared>,
     limiter: Arc<RateLimiter>,
     metrics: Arc<Metrics>,
-    recorder: Recorder,
     cfg: ExecutorConfig,
     recent_events: Mutex<HashMap<(String, String, String), Instant>>,
 }
@@ -68,19 +67,11 @@ fn is_transient(e: &kube::Error) -> bool {
 
 impl Executor {
     pub fn new(client: Client, shared: Arc<Shared>, limiter: Arc<RateLimiter>, metrics: Arc<Metrics>, cfg: ExecutorConfig) -> Self {
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: cfg.scheduler_name.clone(),
-                instance: Some(cfg.instance.clone()),
-            },
-        );
         Executor {
             client,
             shared,
             limiter,
             metrics,
-            recorder,
             cfg,
             recent_events: Mutex::new(HashMap::new()),
         }
@@ -329,25 +320,37 @@ impl Executor {
             if recent.get(&key).is_some_and(|t| now.duration_since(*t) < EVENT_REPEAT_INTERVAL) {
                 return;
             }
-            recent.insert(key, now);
+            recent.insert(key.clone(), now);
             if recent.len() > 50_000 {
                 recent.retain(|_, t| now.duration_since(*t) < EVENT_REPEAT_INTERVAL);
             }
         }
-        let reference = object_reference(&ev.object);
-        let kube_event = KubeEvent {
-            type_: match ev.type_ {
-                EventType::Normal => KubeEventType::Normal,
-                EventType::Warning => KubeEventType::Warning,
+        // Created directly rather than through kube's `Recorder`: its series cache keys events
+        // without their message, so a changed message would patch the old event and be lost.
+        let now = Timestamp::now();
+        let namespace = ev.object.namespace.as_deref().unwrap_or("default");
+        let event = KubeEvent {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", ev.object.name, now.as_nanosecond())),
+                namespace: Some(namespace.to_string()),
+                ..Default::default()
             },
-            reason: ev.reason.clone(),
+            event_time: Some(MicroTime(now)),
+            type_: Some(ev.type_.as_str().to_string()),
+            reason: Some(ev.reason.clone()),
             note: Some(truncate(&ev.message, 1000)),
-            action: "Scheduling".into(),
-            secondary: None,
+            action: Some("Scheduling".into()),
+            regarding: Some(object_reference(&ev.object)),
+            reporting_controller: Some(self.cfg.scheduler_name.clone()),
+            reporting_instance: Some(self.cfg.instance.clone()),
+            ..Default::default()
         };
+        let api: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
         self.limiter.acquire().await;
-        if let Err(e) = self.recorder.publish(&kube_event, &reference).await {
+        if let Err(e) = api.create(&PostParams::default(), &event).await {
             tracing::debug!(error = %e, reason = %ev.reason, "event not published");
+            // Let the next identical event try again instead of suppressing it.
+            self.recent_events.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
         }
     }
 }

@@ -225,15 +225,12 @@ fn convert_event<K>(ev: Event<DynamicObject>, problems: &UnboundedSender<SchedEv
 where
     K: Mirrored + Resource<DynamicType = ()> + DeserializeOwned,
 {
-    let convert = |o: DynamicObject| -> Result<K, (DynamicObject, String)> {
-        let mut value = match serde_json::to_value(&o) {
-            Ok(v) => v,
-            Err(e) => return Err((o, e.to_string())),
-        };
+    let convert = |o: &DynamicObject| -> Result<K, String> {
+        let mut value = serde_json::to_value(o).map_err(|e| e.to_string())?;
         if let Some(m) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
             m.remove("managedFields");
         }
-        serde_json::from_value::<K>(value).map_err(|e| (o, e.to_string()))
+        serde_json::from_value::<K>(value).map_err(|e| e.to_string())
     };
     let report = |o: &DynamicObject, err: &str| {
         let name = o.name_any();
@@ -253,16 +250,16 @@ where
     match ev {
         Event::Init => Some(Event::Init),
         Event::InitDone => Some(Event::InitDone),
-        Event::InitApply(o) => match convert(o) {
+        Event::InitApply(o) => match convert(&o) {
             Ok(k) => Some(Event::InitApply(k)),
-            Err((o, e)) => {
+            Err(e) => {
                 report(&o, &e);
                 None
             }
         },
-        Event::Apply(o) => match convert(o) {
+        Event::Apply(o) => match convert(&o) {
             Ok(k) => Some(Event::Apply(k)),
-            Err((o, e)) => {
+            Err(e) => {
                 report(&o, &e);
                 // Forget the last good version: keep a minimal stand-in object to delete by key.
                 let stub: Option<K> = serde_json::from_value(serde_json::json!({
@@ -275,9 +272,9 @@ where
                 stub.map(Event::Delete)
             }
         },
-        Event::Delete(o) => match convert(o) {
+        Event::Delete(o) => match convert(&o) {
             Ok(k) => Some(Event::Delete(k)),
-            Err((o, _)) => serde_json::from_value::<K>(serde_json::json!({
+            Err(_) => serde_json::from_value::<K>(serde_json::json!({
                 "apiVersion": K::api_version(&()),
                 "kind": <K as Mirrored>::KIND,
                 "metadata": {"name": o.name_any(), "namespace": o.namespace()},

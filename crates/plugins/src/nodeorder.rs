@@ -24,8 +24,9 @@
 //! Scores see the pods Volcano's shared node infos hold (§6.8, [`PodView`]): the tasks on each
 //! node at open plus this session's placements, minus its evictions. The per-node request sums
 //! the resource scores need ("non-zero" requests for Least/MostAllocated, actual requests for
-//! BalancedAllocation) are kept per node, built at open and updated by the event handlers, so a
-//! score never walks a node's pods. (Volcano's nodeorder relies on the `predicates` handler to
+//! BalancedAllocation) are kept per node: built from the view the first time the node is scored
+//! (a session that scores few nodes pays for few), then kept current by the event handlers, so
+//! a score never walks a node's pods again. (Volcano's nodeorder relies on the `predicates` handler to
 //! update the shared node infos; here the plugin keeps its own, so the scores are the same
 //! whether or not `predicates` is configured.)
 //!
@@ -35,7 +36,7 @@
 //! session's nodes and takes the image size each node reports.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use engine::conf::Arguments;
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
@@ -67,10 +68,26 @@ const TAINT_TOLERATION_WEIGHT: &str = "tainttoleration.weight";
 const IMAGE_LOCALITY_WEIGHT: &str = "imagelocality.weight";
 const POD_TOPOLOGY_SPREAD_WEIGHT: &str = "podtopologyspread.weight";
 
-/// Sub-plugin names as Volcano keys them (they appear in error messages).
-const LEAST_ALLOCATED: &str = "NodeResourcesFit_LeastAllocated";
-const MOST_ALLOCATED: &str = "NodeResourcesFit_MostAllocated";
-const BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+/// The three node-resource sub-plugins.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum ResourceStrategy {
+    LeastAllocated,
+    MostAllocated,
+    BalancedAllocation,
+}
+
+impl ResourceStrategy {
+    /// The name Volcano keys the sub-plugin by (it appears in error messages).
+    fn name(self) -> &'static str {
+        match self {
+            ResourceStrategy::LeastAllocated => "NodeResourcesFit_LeastAllocated",
+            ResourceStrategy::MostAllocated => "NodeResourcesFit_MostAllocated",
+            ResourceStrategy::BalancedAllocation => "NodeResourcesBalancedAllocation",
+        }
+    }
+}
+
+/// Other sub-plugin names as Volcano keys them.
 const NODE_AFFINITY: &str = "NodeAffinity";
 const INTER_POD_AFFINITY: &str = "InterPodAffinity";
 const TAINT_TOLERATION: &str = "TaintToleration";
@@ -274,8 +291,8 @@ impl ImageSpread {
         let size_on_node: Vec<Option<i64>> = ssn
             .nodes
             .iter()
-            .map(|n| {
-                let images = n
+            .map(|node| {
+                let images = node
                     .spec
                     .node
                     .status
@@ -284,7 +301,7 @@ impl ImageSpread {
                 // Upstream keys a node's image states by every name, the first listing winning.
                 images
                     .iter()
-                    .find(|image| image.names.iter().flatten().any(|n| n == name))
+                    .find(|image| image.names.iter().flatten().any(|listed| listed == name))
                     .map(|image| image.size_bytes.unwrap_or(0))
             })
             .collect();
@@ -331,7 +348,8 @@ pub struct NodeOrder {
     weights: NodeOrderWeights,
     gpu: ResourceName,
     view: PodView,
-    nodes: Vec<NodeResources>,
+    /// Per node, built on first use (see [`NodeOrder::resources`]).
+    nodes: Vec<OnceLock<NodeResources>>,
     /// ImageLocality's per-image scans, filled the first time a pod asks for an image.
     images: RwLock<HashMap<String, Arc<ImageSpread>>>,
 }
@@ -373,17 +391,29 @@ impl NodeOrder {
         }
     }
 
-    fn resources(&self, node: NodeId) -> Option<&NodeResources> {
-        self.nodes.get(node.index())
+    /// The node's resource sums, built from the pods in the view the first time the node is
+    /// scored.
+    fn resources(&self, ssn: &SessionState, node: NodeId) -> Option<&NodeResources> {
+        let cell = self.nodes.get(node.index())?;
+        Some(cell.get_or_init(|| {
+            let n = ssn.node(node);
+            let mut resources = NodeResources::new(&n.spec.node, self.gpu);
+            for &(task, _) in &n.tasks {
+                if self.view.is_visible(task) {
+                    resources.apply(PodRequests::of(ssn, task, self.gpu), 1);
+                }
+            }
+            resources
+        }))
     }
 
+    /// Keeps built sums current; a node not built yet will read the view when it is.
     fn track_requests(&mut self, ssn: &SessionState, task: TaskId, sign: i64) {
         let Some(node) = ssn.task(task).node else {
             return;
         };
-        let pod = PodRequests::of(ssn, task, self.gpu);
-        if let Some(n) = self.nodes.get_mut(node.index()) {
-            n.apply(pod, sign);
+        if let Some(n) = self.nodes.get_mut(node.index()).and_then(OnceLock::get_mut) {
+            n.apply(PodRequests::of(ssn, task, self.gpu), sign);
         }
     }
 
@@ -434,36 +464,39 @@ impl NodeOrder {
         image_score(sum, containers.len())
     }
 
-    /// Per-candidate raw scores of the resource strategies; `None` when PreScore skips.
+    /// Per-candidate raw scores of a resource strategy; `None` when its PreScore skips.
     fn resource_scores(
         &self,
-        which: &str,
+        ssn: &SessionState,
+        strategy: ResourceStrategy,
         pod: &PodRequests,
         nodes: &[NodeId],
     ) -> Option<Vec<i64>> {
-        let per_node = |f: &dyn Fn(&NodeResources) -> i64| -> Vec<i64> {
+        let score = |n: &NodeResources| match strategy {
+            ResourceStrategy::LeastAllocated => {
+                least_allocated_score(&n.fit_pairs(pod), &LEAST_ALLOCATED_WEIGHTS)
+            }
+            ResourceStrategy::MostAllocated => {
+                most_allocated_score(&n.fit_pairs(pod), &MOST_ALLOCATED_WEIGHTS)
+            }
+            ResourceStrategy::BalancedAllocation => {
+                balanced_allocation_score(&n.balanced_fractions(pod))
+            }
+        };
+        // A best-effort pod (no cpu, memory or GPU request) is not balanced-scored.
+        if strategy == ResourceStrategy::BalancedAllocation
+            && pod.cpu == 0
+            && pod.memory == 0
+            && pod.gpu == 0
+        {
+            return None;
+        }
+        Some(
             nodes
                 .iter()
-                .map(|&n| self.resources(n).map_or(0, f))
-                .collect()
-        };
-        match which {
-            LEAST_ALLOCATED => Some(per_node(&|n| {
-                least_allocated_score(&n.fit_pairs(pod), &LEAST_ALLOCATED_WEIGHTS)
-            })),
-            MOST_ALLOCATED => Some(per_node(&|n| {
-                most_allocated_score(&n.fit_pairs(pod), &MOST_ALLOCATED_WEIGHTS)
-            })),
-            _ => {
-                // A best-effort pod (no cpu, memory or GPU request) is not balanced-scored.
-                if pod.cpu == 0 && pod.memory == 0 && pod.gpu == 0 {
-                    return None;
-                }
-                Some(per_node(&|n| {
-                    balanced_allocation_score(&n.balanced_fractions(pod))
-                }))
-            }
-        }
+                .map(|&n| self.resources(ssn, n).map_or(0, score))
+                .collect(),
+        )
     }
 
     /// The batch sub-plugins of §7.4, in table order, summed into `totals`.
@@ -482,16 +515,16 @@ impl NodeOrder {
             .collect();
 
         let requests = PodRequests::of(ssn, task, self.gpu);
-        for (name, weight) in [
-            (LEAST_ALLOCATED, w.least_requested),
-            (MOST_ALLOCATED, w.most_requested),
-            (BALANCED_ALLOCATION, w.balanced_resource),
+        for (strategy, weight) in [
+            (ResourceStrategy::LeastAllocated, w.least_requested),
+            (ResourceStrategy::MostAllocated, w.most_requested),
+            (ResourceStrategy::BalancedAllocation, w.balanced_resource),
         ] {
             if weight == 0 {
                 continue;
             }
-            if let Some(scores) = self.resource_scores(name, &requests, nodes) {
-                add_weighted(ssn, name, &scores, weight, nodes, totals)?;
+            if let Some(scores) = self.resource_scores(ssn, strategy, &requests, nodes) {
+                add_weighted(ssn, strategy.name(), &scores, weight, nodes, totals)?;
             }
         }
 
@@ -570,18 +603,7 @@ impl Plugin for NodeOrder {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.view = PodView::open(ssn, false, self.weights.pod_affinity != 0);
-        let gpu = self.gpu;
-        self.nodes = ssn
-            .nodes
-            .iter()
-            .map(|node| {
-                let mut resources = NodeResources::new(&node.spec.node, gpu);
-                for &(task, _) in &node.tasks {
-                    resources.apply(PodRequests::of(ssn, task, gpu), 1);
-                }
-                resources
-            })
-            .collect();
+        self.nodes = ssn.nodes.iter().map(|_| OnceLock::new()).collect();
     }
 
     fn extension_points(&self) -> ExtensionPoints {
@@ -1027,6 +1049,36 @@ mod tests {
     }
 
     #[test]
+    fn node_sums_built_after_an_eviction_leave_the_evicted_pod_out() {
+        let mut c = TestCluster::new();
+        standard_node(&mut c, "n1");
+        c.pod(pod(
+            "ns",
+            "old",
+            None,
+            "Running",
+            Some("n1"),
+            json!({"cpu": "1", "memory": "2Gi"}),
+        ));
+        c.pod(pod(
+            "ns",
+            "new",
+            None,
+            "Pending",
+            None,
+            json!({"cpu": "1", "memory": "2Gi"}),
+        ));
+        let mut ssn = session(&c, &only(&[(LEAST_REQUESTED_WEIGHT, 1)]));
+        let old = ssn.state.task_by_key("ns/old");
+        let mut stmt = Statement::new();
+        ssn.evict(&mut stmt, old, "test");
+        // n1 is scored for the first time now: its sums come from the view, without `old`.
+        assert_eq!(scores(&ssn, "ns/new", &["n1"]), vec![75.0]);
+        ssn.discard(stmt);
+        assert_eq!(scores(&ssn, "ns/new", &["n1"]), vec![50.0]);
+    }
+
+    #[test]
     fn preferred_pod_affinity_scores() {
         let mut c = TestCluster::new();
         standard_node(&mut c, "n1");
@@ -1135,48 +1187,5 @@ mod tests {
         assert!(add_weighted(&ssn.state, "X", &[-1], 1, &[n1], &mut totals).is_err());
         add_weighted(&ssn.state, "X", &[40], -2, &[n1], &mut totals).expect("in range");
         assert_eq!(totals, vec![-80.0]);
-    }
-}
-#[cfg(test)]
-mod perf_tmp {
-    use crate::testutil::{StateLookup, TestCluster, pod};
-    use serde_json::json;
-    use std::time::Instant;
-
-    #[test]
-    #[ignore]
-    fn perf() {
-        let mut c = TestCluster::new();
-        for i in 0..5000 {
-            c.node(&format!("n{i}"), json!({"cpu": "64", "memory": "256Gi", "pods": "110"}));
-        }
-        for i in 0..50000 {
-            let mut p = pod("ns", &format!("r{i}"), None, "Running", Some(&format!("n{}", i % 5000)), json!({"cpu": "1", "memory": "1Gi"}));
-            p["spec"]["containers"][0]["image"] = json!("nginx:1.25");
-            c.pod(p);
-        }
-        c.pod(pod("ns", "new", None, "Pending", None, json!({"cpu": "1", "memory": "1Gi"})));
-        let t0 = Instant::now();
-        let mut ssn = c.session(&[&["predicates", "nodeorder", "binpack"]]);
-        eprintln!("open: {:?}", t0.elapsed());
-        let t = ssn.state.task_by_key("ns/new");
-        let nodes: Vec<_> = ssn.state.node_ids().collect();
-        let t0 = Instant::now();
-        for _ in 0..10 {
-            ssn.pre_predicate(t).unwrap();
-            for &n in &nodes {
-                ssn.predicate(t, n).unwrap();
-            }
-        }
-        eprintln!("predicate x10 over 5000 nodes: {:?}", t0.elapsed());
-        let t0 = Instant::now();
-        for _ in 0..10 {
-            let s = ssn.batch_node_order(t, &nodes[..500]).unwrap();
-            assert_eq!(s.len(), 500);
-            for &n in &nodes[..500] {
-                ssn.node_order(t, n).unwrap();
-            }
-        }
-        eprintln!("scoring x10 over 500 nodes: {:?}", t0.elapsed());
     }
 }

@@ -78,7 +78,8 @@ const VOLUME_BINDING_WEIGHT: &str = "volumebinding.weight";
 const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 
 /// The upstream filters this plugin runs, under their upstream names (used in skip sets and as
-/// the plugin of each status).
+/// the plugin of each status; Volcano leaves that field empty, since it calls the upstream
+/// filters directly, but only the reason is ever shown to users).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Filter {
     NodeUnschedulable,
@@ -120,7 +121,7 @@ impl SkipSet {
     }
 }
 
-/// Which filters are on (§6.1). The volume and DRA switches are read for compatibility only.
+/// Which filters are on (§6.1). The volume switches are read (and checked) but change nothing.
 #[derive(Clone, Debug, PartialEq)]
 struct Enabled {
     node_affinity: bool,
@@ -998,6 +999,19 @@ mod tests {
             vec![(StatusCode::Unschedulable, POD_NUMBER_EXCEEDED, NAME)]
         );
         assert!(err.blocks_allocation() && !err.blocks_preemption());
+    }
+
+    #[test]
+    fn node_without_pod_capacity_fits_nothing() {
+        let mut c = TestCluster::new();
+        c.node("n1", json!({"cpu": "4", "memory": "8Gi"}));
+        c.pod(pod_with("new", None, "Pending", json!({}), json!({})));
+        let mut ssn = session(&c, &[]);
+        let err = check(&mut ssn, "ns/new", "n1").expect_err("no pod capacity");
+        assert_eq!(
+            codes(&err),
+            vec![(StatusCode::Unschedulable, POD_NUMBER_EXCEEDED, NAME)]
+        );
     }
 
     #[test]

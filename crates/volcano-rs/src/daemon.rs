@@ -249,11 +249,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let (problems_tx, mut problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
     let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);
 
-    // Leader election.
+    // Leader election. The lease is released only after in-flight writes have drained, so a
+    // standby never writes while we still do.
     let (leader_tx, mut leader_rx) = watch::channel(!args.leader_elect);
+    let (release_tx, release_rx) = watch::channel(false);
     let elector = if args.leader_elect {
-        let (c, rx) = (client.clone(), shutdown_rx.clone());
-        Some(tokio::spawn(leader::run(c, leader_cfg, leader_tx, wait_shutdown(rx))))
+        let c = client.clone();
+        Some(tokio::spawn(leader::run(c, leader_cfg, leader_tx, wait_shutdown(release_rx))))
     } else {
         None
     };
@@ -418,6 +420,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if tokio::time::timeout(Duration::from_secs(10), drain).await.is_err() {
         tracing::warn!("in-flight writes did not finish within 10s");
     }
+    let _ = release_tx.send(true);
     if let Some(e) = elector {
         let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
     }

@@ -45,8 +45,8 @@ struct JobGen {
     memory_mi: u64,
     tolerates: bool,
     with_min_resources: bool,
-    /// 0: no PriorityClass, 1: "low", 2: "high".
-    priority: usize,
+    /// PodGroup `priorityClassName`: none, "low" or "high".
+    priority_class: Option<&'static str>,
     /// Members already running (placed first-fit while building the cluster, if they fit).
     running: usize,
 }
@@ -96,7 +96,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
         (1u64..=6, 1u64..=8),
         any::<bool>(),
         prop::bool::weighted(0.3),
-        0usize..3,
+        prop_oneof![Just(None), Just(Some("low")), Just(Some("high"))],
         0usize..=2,
     )
         .prop_map(
@@ -107,7 +107,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                 (cpu, mem),
                 tolerates,
                 with_min_resources,
-                priority,
+                priority_class,
                 running,
             )| {
                 JobGen {
@@ -118,7 +118,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                     memory_mi: mem * 256,
                     tolerates,
                     with_min_resources,
-                    priority,
+                    priority_class,
                     running: running.min(replicas),
                 }
             },
@@ -209,6 +209,7 @@ struct PodFacts {
 }
 
 /// The built cluster: the simulator input and what the checks need to know about it.
+#[derive(Clone)]
 struct Built {
     input: SimInput,
     allocatable: BTreeMap<String, Usage>,
@@ -399,10 +400,8 @@ fn build(cluster: &ClusterGen) -> Built {
                 "memory": format!("{}Mi", job.memory_mi * n),
             });
         }
-        match job.priority {
-            1 => pg_spec["priorityClassName"] = json!("low"),
-            2 => pg_spec["priorityClassName"] = json!("high"),
-            _ => {}
+        if let Some(class) = job.priority_class {
+            pg_spec["priorityClassName"] = json!(class);
         }
         let phase = match running {
             0 => "Pending",
@@ -471,6 +470,82 @@ fn final_node<'r>(report: &'r Report, pod: &str) -> Option<&'r str> {
     report.pods.get(pod).and_then(|p| p.node.as_deref())
 }
 
+/// No node holds more than its allocatable cpu, memory or pod count.
+fn check_capacity(built: &Built, report: &Report) -> Result<(), String> {
+    let mut usage = built.foreign_usage.clone();
+    for (key, facts) in &built.pods {
+        if let Some(node) = final_node(report, key) {
+            let entry = usage.entry(node.to_string()).or_default();
+            *entry = entry.plus(facts.usage);
+        }
+    }
+    for (node, used) in &usage {
+        let cap = built.allocatable.get(node).copied().unwrap_or_default();
+        if !used.fits_in(cap) {
+            return Err(format!("node {node}: {used:?} exceeds {cap:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// A PodGroup that got binds has at least minMember members running or bound.
+fn check_gangs(built: &Built, report: &Report) -> Result<(), String> {
+    let mut bound: BTreeMap<&str, usize> = BTreeMap::new();
+    for b in report.cycles.iter().flat_map(|c| &c.binds) {
+        if let Some(pg) = built.pods.get(&b.pod).and_then(|f| f.pod_group.as_deref()) {
+            *bound.entry(pg).or_default() += 1;
+        }
+    }
+    for (pg, n) in bound {
+        let running_before = built
+            .pods
+            .values()
+            .filter(|f| f.pod_group.as_deref() == Some(pg) && f.pre_node.is_some())
+            .count();
+        let min = built.min_member.get(pg).copied().unwrap_or(0);
+        if running_before + n < min {
+            return Err(format!(
+                "{pg}: {running_before} running + {n} bound < minMember {min}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every bind is of a pending pod of ours, once, to a known node it may use, and the pod ends
+/// up there.
+fn check_binds(built: &Built, report: &Report) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    for b in report.cycles.iter().flat_map(|c| &c.binds) {
+        if !seen.insert(b.pod.as_str()) {
+            return Err(format!("{} bound twice", b.pod));
+        }
+        let facts = built
+            .pods
+            .get(&b.pod)
+            .ok_or_else(|| format!("{} is not a pod of ours", b.pod))?;
+        if facts.pre_node.is_some() {
+            return Err(format!("{} already had a node", b.pod));
+        }
+        if !built.allocatable.contains_key(&b.node) {
+            return Err(format!("{} bound to unknown node {}", b.pod, b.node));
+        }
+        if !facts.tolerates && built.tainted.contains(&b.node) {
+            return Err(format!(
+                "{} bound to tainted {} without toleration",
+                b.pod, b.node
+            ));
+        }
+        if final_node(report, &b.pod) != Some(b.node.as_str()) {
+            return Err(format!(
+                "{} was bound to {} but is not there",
+                b.pod, b.node
+            ));
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(CASES))]
 
@@ -478,64 +553,25 @@ proptest! {
     fn no_node_exceeds_its_allocatable(cluster in cluster_gen()) {
         let built = build(&cluster);
         let report = one_session(&built.input);
-        let mut usage = built.foreign_usage.clone();
-        for (key, facts) in &built.pods {
-            if let Some(node) = final_node(&report, key) {
-                let entry = usage.entry(node.to_string()).or_default();
-                *entry = entry.plus(facts.usage);
-            }
-        }
-        for (node, used) in &usage {
-            let cap = built.allocatable.get(node).copied().unwrap_or_default();
-            prop_assert!(used.fits_in(cap), "node {node}: {used:?} exceeds {cap:?}");
-        }
+        prop_assert_eq!(report.cycles.len(), 1);
+        let checked = check_capacity(&built, &report);
+        prop_assert!(checked.is_ok(), "{:?}", checked);
     }
 
     #[test]
     fn a_session_never_binds_part_of_a_gang(cluster in cluster_gen()) {
         let built = build(&cluster);
         let report = one_session(&built.input);
-        prop_assert_eq!(report.cycles.len(), 1);
-        let mut bound: BTreeMap<&str, usize> = BTreeMap::new();
-        for b in &report.cycles[0].binds {
-            if let Some(pg) = built.pods.get(&b.pod).and_then(|f| f.pod_group.as_deref()) {
-                *bound.entry(pg).or_default() += 1;
-            }
-        }
-        for (pg, n) in bound {
-            let running_before = built
-                .pods
-                .values()
-                .filter(|f| f.pod_group.as_deref() == Some(pg) && f.pre_node.is_some())
-                .count();
-            let min = built.min_member.get(pg).copied().unwrap_or(0);
-            prop_assert!(
-                running_before + n >= min,
-                "{pg}: {running_before} running + {n} bound < minMember {min}"
-            );
-        }
+        let checked = check_gangs(&built, &report);
+        prop_assert!(checked.is_ok(), "{:?}", checked);
     }
 
     #[test]
     fn binds_are_unique_new_and_respect_taints(cluster in cluster_gen()) {
         let built = build(&cluster);
         let report = one_session(&built.input);
-        let mut seen = BTreeSet::new();
-        for cycle in &report.cycles {
-            for b in &cycle.binds {
-                prop_assert!(seen.insert(b.pod.clone()), "{} bound twice", b.pod);
-                let facts = built.pods.get(&b.pod);
-                prop_assert!(facts.is_some(), "{} is not a pod of ours", b.pod);
-                let Some(facts) = facts else { continue };
-                prop_assert!(facts.pre_node.is_none(), "{} already had a node", b.pod);
-                prop_assert!(built.allocatable.contains_key(&b.node), "unknown node {}", b.node);
-                prop_assert!(
-                    facts.tolerates || !built.tainted.contains(&b.node),
-                    "{} bound to tainted {} without toleration", b.pod, b.node
-                );
-                prop_assert_eq!(final_node(&report, &b.pod), Some(b.node.as_str()));
-            }
-        }
+        let checked = check_binds(&built, &report);
+        prop_assert!(checked.is_ok(), "{:?}", checked);
     }
 
     #[test]
@@ -545,4 +581,90 @@ proptest! {
         let second = one_session(&built.input).to_json();
         prop_assert_eq!(first, second);
     }
+}
+
+/// A fixed cluster: one tainted 2-cpu node and a gang of two 1-cpu pods (minMember 2) that
+/// tolerates the taint.
+fn small_gang_cluster() -> ClusterGen {
+    ClusterGen {
+        nodes: vec![NodeGen {
+            cpu_milli: 2000,
+            memory_mi: 4096,
+            pods: 10,
+            tainted: true,
+        }],
+        queue_weights: vec![1],
+        jobs: vec![JobGen {
+            replicas: 2,
+            min_member: 2,
+            queue: 0,
+            cpu_milli: 1000,
+            memory_mi: 1024,
+            tolerates: true,
+            with_min_resources: false,
+            priority_class: None,
+            running: 0,
+        }],
+        standalone: Vec::new(),
+        foreign: Vec::new(),
+    }
+}
+
+/// The generator builds clusters the engine schedules (so the properties are not vacuous), and
+/// the checks pass on the real outcome.
+#[test]
+fn a_built_gang_is_bound_and_passes_every_check() {
+    let built = build(&small_gang_cluster());
+    let report = one_session(&built.input);
+    let bound: Vec<&str> = report.cycles[0]
+        .binds
+        .iter()
+        .map(|b| b.pod.as_str())
+        .collect();
+    assert_eq!(bound, ["default/job-0-0", "default/job-0-1"]);
+    assert_eq!(check_capacity(&built, &report), Ok(()));
+    assert_eq!(check_gangs(&built, &report), Ok(()));
+    assert_eq!(check_binds(&built, &report), Ok(()));
+}
+
+/// Each check reports the violation it exists for.
+#[test]
+fn the_checks_catch_violations() {
+    let built = build(&small_gang_cluster());
+    let report = one_session(&built.input);
+
+    // A third 1-cpu pod on the full 2-cpu node.
+    let mut overfull = report.clone();
+    let mut built_overfull = built.clone();
+    built_overfull.pods.insert(
+        "default/extra".to_string(),
+        PodFacts {
+            usage: Usage::of(1000, 1024),
+            pod_group: None,
+            tolerates: true,
+            pre_node: None,
+        },
+    );
+    if let Some(p) = overfull.pods.get("default/job-0-0").cloned() {
+        overfull.pods.insert("default/extra".to_string(), p);
+    }
+    assert!(check_capacity(&built_overfull, &overfull).is_err());
+
+    // Only one member of the minMember-2 gang bound.
+    let mut partial = report.clone();
+    partial.cycles[0].binds.truncate(1);
+    assert!(check_gangs(&built, &partial).is_err());
+
+    // The same pod bound twice.
+    let mut twice = report.clone();
+    let first = twice.cycles[0].binds[0].clone();
+    twice.cycles[0].binds.push(first);
+    assert!(check_binds(&built, &twice).is_err());
+
+    // A pod without toleration on the tainted node.
+    let mut intolerant = built.clone();
+    for facts in intolerant.pods.values_mut() {
+        facts.tolerates = false;
+    }
+    assert!(check_binds(&intolerant, &report).is_err());
 }

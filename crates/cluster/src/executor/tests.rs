@@ -36,12 +36,19 @@ struct Recorded {
     node_in_state: Option<String>,
 }
 
+/// A scripted failure: answer with status `code` the next `times` times.
+#[derive(Debug)]
+struct Scripted {
+    code: u16,
+    times: usize,
+}
+
 #[derive(Default)]
 struct MockInner {
     requests: Mutex<Vec<Recorded>>,
     /// (method, path) → (status code, how many more times), consumed front to back; once
     /// empty the default answer applies.
-    script: Mutex<HashMap<(Method, String), Vec<(u16, usize)>>>,
+    script: Mutex<HashMap<(Method, String), Vec<Scripted>>>,
     /// Binding requests currently being answered, and the highest value seen.
     binds_in_flight: AtomicUsize,
     max_binds_in_flight: AtomicUsize,
@@ -59,7 +66,7 @@ impl Mock {
         script
             .entry((method, path.to_string()))
             .or_default()
-            .push((code, times));
+            .push(Scripted { code, times });
     }
 
     fn requests(&self) -> Vec<Recorded> {
@@ -143,12 +150,12 @@ impl Mock {
             let mut script = self.0.script.lock().expect("script lock");
             script
                 .get_mut(&(parts.method.clone(), path.clone()))
-                .and_then(|codes| {
-                    let (code, times) = codes.first_mut()?;
-                    let code = *code;
-                    *times -= 1;
-                    if *times == 0 {
-                        codes.remove(0);
+                .and_then(|queue| {
+                    let next = queue.first_mut()?;
+                    let code = next.code;
+                    next.times -= 1;
+                    if next.times == 0 {
+                        queue.remove(0);
                     }
                     Some(code)
                 })

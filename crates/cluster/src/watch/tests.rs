@@ -28,7 +28,7 @@ fn initial_list_marks_synced_and_reports_pending_work() {
     assert!(!m.apply(Event::InitApply(pod("b", Some("n1"))), &s));
     assert!(!s.all_synced());
     m.apply(Event::InitDone, &s);
-    assert_eq!(s.unsynced_kinds().contains(&"Pod"), false);
+    assert!(!s.unsynced_kinds().contains(&"Pod"));
     assert_eq!(s.lock().pod_count(), 2);
 }
 
