@@ -32,3 +32,18 @@ bench:
 
 clean:
 	$(CARGO) clean
+
+## Local control plane for e2e tests (etcd, kube-apiserver, kwok on 127.0.0.1); see e2e/README.md.
+.PHONY: e2e-tools cluster-up cluster-down
+
+## Build (once, cached outside the clone) the pinned etcd, kube-apiserver, kubectl and kwok.
+e2e-tools:
+	./e2e/build-tools.sh
+
+## Start the cluster (builds e2e-tools first if needed); prints the kubeconfig path.
+cluster-up:
+	./e2e/cluster-up.sh
+
+## Stop the cluster and remove its state.
+cluster-down:
+	./e2e/cluster-down.sh

@@ -20,7 +20,7 @@ stop() {
 	local name=$1 pids pid deadline
 	pids=$(e2e_pids "$name")
 	[[ -n $pids ]] || return 0
-	e2e_log "stopping ${name:-leftover processes} ($(echo $pids))"
+	e2e_log "stopping ${name:-leftover processes} (${pids//$'\n'/ })"
 	for pid in $pids; do kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true; done
 	deadline=$((SECONDS + 15))
 	while [[ -n $(e2e_pids "$name") ]] && ((SECONDS < deadline)); do sleep 0.2; done
@@ -43,7 +43,7 @@ stop etcd
 stop ""
 
 left=$(e2e_pids)
-[[ -z $left ]] || e2e_die "processes still running: $(echo $left)"
+[[ -z $left ]] || e2e_die "processes still running: ${left//$'\n'/ }"
 
 rm -rf "$E2E_ETCD_DATA" "$E2E_RUN/pki" "$E2E_RUN/admin.token" "$E2E_KUBECONFIG" "$E2E_RUN/kwok.yaml"
 

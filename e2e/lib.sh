@@ -4,6 +4,9 @@
 # defines functions only (no `set -e`, no side effects), so sourcing it from an
 # interactive shell is safe.
 
+# The variables are used by the scripts that source this file.
+# shellcheck disable=SC2034
+
 # Pinned versions. tools/*/go.mod must resolve to exactly these; build-tools.sh
 # checks that with `go list -m` before building.
 E2E_K8S_VERSION=v1.36.3
@@ -32,11 +35,8 @@ E2E_ETCD_DATA=${VOLCANO_E2E_ETCD_DATA:-/dev/shm/volcano-rs-etcd-$(id -u)-$E2E_ET
 E2E_SERVER=https://127.0.0.1:$E2E_APISERVER_PORT
 E2E_KUBECONFIG=$E2E_RUN/kubeconfig
 # Nodes carrying this label are the ones kwok simulates.
-E2E_KWOK_LABEL_KEY=type
-E2E_KWOK_LABEL_VALUE=kwok
-
-# The processes cluster-up starts, in start order.
-E2E_COMPONENTS=(etcd kube-apiserver kwok)
+E2E_KWOK_LABEL_KEY="type"
+E2E_KWOK_LABEL_VALUE="kwok"
 
 e2e_log() { printf '[e2e] %s\n' "$*" >&2; }
 e2e_die() {
@@ -73,18 +73,4 @@ e2e_pids() {
 # the wildcard address.
 e2e_port_in_use() {
 	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
-}
-
-# e2e_wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s.
-e2e_wait_for() {
-	local timeout=$1 what=$2 deadline
-	shift 2
-	deadline=$((SECONDS + timeout))
-	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || {
-			e2e_log "timed out after ${timeout}s waiting for $what"
-			return 1
-		}
-		sleep 0.2
-	done
 }

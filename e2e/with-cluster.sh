@@ -13,6 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (($# > 0)) || e2e_die "usage: $0 COMMAND [ARGS...]"
 
 child=
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM

@@ -18,8 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use apis::{PodGroup, Queue};
+use engine::framework::decisions::{
+    Bind, Eviction, PodConditionUpdate, PodGroupStatusUpdate, QueueAllocation,
+};
 use engine::framework::{Decisions, Event as SchedEvent, EventType, ObjectRef};
-use engine::framework::decisions::{Bind, Eviction, PodConditionUpdate, PodGroupStatusUpdate, QueueAllocation};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event as KubeEvent;
@@ -66,7 +68,13 @@ fn is_transient(e: &kube::Error) -> bool {
 }
 
 impl Executor {
-    pub fn new(client: Client, shared: Arc<Shared>, limiter: Arc<RateLimiter>, metrics: Arc<Metrics>, cfg: ExecutorConfig) -> Self {
+    pub fn new(
+        client: Client,
+        shared: Arc<Shared>,
+        limiter: Arc<RateLimiter>,
+        metrics: Arc<Metrics>,
+        cfg: ExecutorConfig,
+    ) -> Self {
         Executor {
             client,
             shared,
@@ -104,22 +112,45 @@ impl Executor {
         // `workers` at a time per kind.
         let me = &self;
         let run = |futs: Vec<futures::future::BoxFuture<'static, ()>>| {
-            futures::stream::iter(futs).buffer_unordered(workers).for_each(|()| async {})
+            futures::stream::iter(futs)
+                .buffer_unordered(workers)
+                .for_each(|()| async {})
         };
-        let binds = run(binds.into_iter().map(|b| { let me = me.clone(); Box::pin(async move { me.bind(&b).await }) as _ }).collect());
+        let binds = run(binds
+            .into_iter()
+            .map(|b| {
+                let me = me.clone();
+                Box::pin(async move { me.bind(&b).await }) as _
+            })
+            .collect());
         let statuses = run(pod_group_statuses
             .into_iter()
-            .map(|u| { let me = me.clone(); Box::pin(async move { me.write_pod_group_status(&u).await }) as _ })
+            .map(|u| {
+                let me = me.clone();
+                Box::pin(async move { me.write_pod_group_status(&u).await }) as _
+            })
             .collect());
         let conditions = run(pod_conditions
             .into_iter()
-            .map(|c| { let me = me.clone(); Box::pin(async move { me.write_pod_condition(&c).await }) as _ })
+            .map(|c| {
+                let me = me.clone();
+                Box::pin(async move { me.write_pod_condition(&c).await }) as _
+            })
             .collect());
         let queues = run(queue_allocations
             .into_iter()
-            .map(|q| { let me = me.clone(); Box::pin(async move { me.write_queue_status(&q).await }) as _ })
+            .map(|q| {
+                let me = me.clone();
+                Box::pin(async move { me.write_queue_status(&q).await }) as _
+            })
             .collect());
-        let evicted = run(evictions.into_iter().map(|e| { let me = me.clone(); Box::pin(async move { me.evict(&e).await }) as _ }).collect());
+        let evicted = run(evictions
+            .into_iter()
+            .map(|e| {
+                let me = me.clone();
+                Box::pin(async move { me.evict(&e).await }) as _
+            })
+            .collect());
         futures::join!(binds, statuses, conditions, queues, evicted);
         for ev in &events {
             self.publish(ev).await;
@@ -153,7 +184,9 @@ impl Executor {
     }
 
     async fn bind(&self, b: &Bind) {
-        let Some((ns, name)) = b.pod.split_once('/') else { return };
+        let Some((ns, name)) = b.pod.split_once('/') else {
+            return;
+        };
         let binding = Binding {
             metadata: ObjectMeta {
                 name: Some(name.to_string()),
@@ -172,7 +205,9 @@ impl Executor {
         let started = Instant::now();
         let pp = PostParams::default();
         let result: Result<serde_json::Value, _> = self
-            .call("bind", false, || pods.create_subresource("binding", name, &pp, &binding))
+            .call("bind", false, || {
+                pods.create_subresource("binding", name, &pp, &binding)
+            })
             .await;
         match result {
             Ok(_) => {
@@ -209,13 +244,16 @@ impl Executor {
     }
 
     async fn write_pod_condition(&self, c: &PodConditionUpdate) {
-        let Some((ns, name)) = c.pod.split_once('/') else { return };
+        let Some((ns, name)) = c.pod.split_once('/') else {
+            return;
+        };
         // Keep the transition time when the condition was already False.
         let (was_false, uid) = {
             let state = self.shared.lock();
             let spec = state.pod(&c.pod);
             (
-                spec.and_then(|s| s.pod_scheduled_condition()).is_some_and(|(s, _, _)| s == "False"),
+                spec.and_then(|s| s.pod_scheduled_condition())
+                    .is_some_and(|(s, _, _)| s == "False"),
                 spec.map(|s| s.uid.clone()).unwrap_or_default(),
             )
         };
@@ -230,7 +268,9 @@ impl Executor {
         let patch = json!({"status": status});
         let pods = self.pods(ns);
         let (pp, patch) = (PatchParams::default(), Patch::Strategic(&patch));
-        let result = self.call("pod status", true, || pods.patch_status(name, &pp, &patch)).await;
+        let result = self
+            .call("pod status", true, || pods.patch_status(name, &pp, &patch))
+            .await;
         match result {
             Ok(_) => {
                 self.publish(&SchedEvent {
@@ -241,17 +281,23 @@ impl Executor {
                 })
                 .await
             }
-            Err(e) => tracing::warn!(pod = %c.pod, error = %e, "pod condition not written; retried next cycle"),
+            Err(e) => {
+                tracing::warn!(pod = %c.pod, error = %e, "pod condition not written; retried next cycle")
+            }
         }
     }
 
     async fn write_pod_group_status(&self, u: &PodGroupStatusUpdate) {
-        let Some((ns, name)) = u.pod_group.split_once('/') else { return };
+        let Some((ns, name)) = u.pod_group.split_once('/') else {
+            return;
+        };
         let status = engine::framework::session::job_status_to_api(&u.status);
         let patch = json!({"status": status});
         let api: Api<PodGroup> = Api::namespaced(self.client.clone(), ns);
         let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        let result = self.call("podgroup status", true, || api.patch(name, &pp, &patch)).await;
+        let result = self
+            .call("podgroup status", true, || api.patch(name, &pp, &patch))
+            .await;
         if let Err(e) = result {
             tracing::warn!(pod_group = %u.pod_group, error = %e, "PodGroup status not written; retried next cycle");
         }
@@ -271,14 +317,20 @@ impl Executor {
         }
         let patch = json!({"status": status});
         let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        let result = self.call("queue status", true, || api.patch_status(&q.queue, &pp, &patch)).await;
+        let result = self
+            .call("queue status", true, || {
+                api.patch_status(&q.queue, &pp, &patch)
+            })
+            .await;
         if let Err(e) = result {
             tracing::warn!(queue = %q.queue, error = %e, "Queue status not written; retried next cycle");
         }
     }
 
     async fn evict(&self, e: &Eviction) {
-        let Some((ns, name)) = e.pod.split_once('/') else { return };
+        let Some((ns, name)) = e.pod.split_once('/') else {
+            return;
+        };
         let message = format!("Pod is evicted, because of {}", e.reason);
         self.publish(&SchedEvent {
             object: pod_ref(ns, name, &e.pod_uid),
@@ -296,28 +348,46 @@ impl Executor {
         ]}});
         let pods = self.pods(ns);
         let (pp, patch) = (PatchParams::default(), Patch::Strategic(&patch));
-        if let Err(err) = self.call("evict status", true, || pods.patch_status(name, &pp, &patch)).await {
+        if let Err(err) = self
+            .call("evict status", true, || {
+                pods.patch_status(name, &pp, &patch)
+            })
+            .await
+        {
             tracing::warn!(pod = %e.pod, error = %err, "eviction conditions not written");
         }
         let dp = DeleteParams::default();
-        match self.call("evict delete", true, || pods.delete(name, &dp)).await {
+        match self
+            .call("evict delete", true, || pods.delete(name, &dp))
+            .await
+        {
             Ok(_) => self.metrics.evictions(&e.action, 1),
             Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(err) => tracing::warn!(pod = %e.pod, error = %err, "eviction delete failed; decided again next cycle"),
+            Err(err) => {
+                tracing::warn!(pod = %e.pod, error = %err, "eviction delete failed; decided again next cycle")
+            }
         }
     }
 
     /// Publishes an event unless the identical one was published recently.
     pub async fn publish(&self, ev: &SchedEvent) {
         let key = (
-            format!("{}/{}/{}", ev.object.kind, ev.object.namespace.as_deref().unwrap_or(""), ev.object.name),
+            format!(
+                "{}/{}/{}",
+                ev.object.kind,
+                ev.object.namespace.as_deref().unwrap_or(""),
+                ev.object.name
+            ),
             ev.reason.clone(),
             ev.message.clone(),
         );
         {
             let mut recent = self.recent_events.lock().unwrap_or_else(|p| p.into_inner());
             let now = Instant::now();
-            if recent.get(&key).is_some_and(|t| now.duration_since(*t) < EVENT_REPEAT_INTERVAL) {
+            if recent
+                .get(&key)
+                .is_some_and(|t| now.duration_since(*t) < EVENT_REPEAT_INTERVAL)
+            {
                 return;
             }
             recent.insert(key.clone(), now);
@@ -350,7 +420,10 @@ impl Executor {
         if let Err(e) = api.create(&PostParams::default(), &event).await {
             tracing::debug!(error = %e, reason = %ev.reason, "event not published");
             // Let the next identical event try again instead of suppressing it.
-            self.recent_events.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+            self.recent_events
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&key);
         }
     }
 }

@@ -8,7 +8,11 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 
 /// Creates the queue unless it exists. AlreadyExists counts as success.
-pub async fn ensure_queue(client: &Client, name: &str, reclaimable: bool) -> Result<bool, kube::Error> {
+pub async fn ensure_queue(
+    client: &Client,
+    name: &str,
+    reclaimable: bool,
+) -> Result<bool, kube::Error> {
     let api: Api<Queue> = Api::all(client.clone());
     if api.get_opt(name).await?.is_some() {
         return Ok(false);

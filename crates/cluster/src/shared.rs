@@ -69,6 +69,10 @@ impl Shared {
     /// Kinds still waiting for their first list (for /readyz and logs).
     pub fn unsynced_kinds(&self) -> Vec<&'static str> {
         let s = self.synced.lock().unwrap_or_else(|p| p.into_inner());
-        MIRRORED_KINDS.iter().copied().filter(|k| !s.contains(k)).collect()
+        MIRRORED_KINDS
+            .iter()
+            .copied()
+            .filter(|k| !s.contains(k))
+            .collect()
     }
 }

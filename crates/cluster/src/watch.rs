@@ -44,7 +44,11 @@ fn split_key(key: &str) -> (&str, &str) {
 }
 
 fn ns_key<K: ResourceExt>(o: &K) -> String {
-    format!("{}/{}", o.namespace().unwrap_or_else(|| "default".into()), o.name_any())
+    format!(
+        "{}/{}",
+        o.namespace().unwrap_or_else(|| "default".into()),
+        o.name_any()
+    )
 }
 
 macro_rules! namespaced {
@@ -85,12 +89,35 @@ macro_rules! cluster_scoped {
 }
 
 namespaced!(Pod, "Pod", upsert_pod, delete_pod, |pending: bool| pending);
-namespaced!(PodGroup, "PodGroup", upsert_pod_group, delete_pod_group, |_: ()| true);
-namespaced!(PodDisruptionBudget, "PodDisruptionBudget", upsert_pdb, delete_pdb, |_: ()| false);
-namespaced!(ResourceQuota, "ResourceQuota", upsert_resource_quota, delete_resource_quota, |_: ()| false);
+namespaced!(
+    PodGroup,
+    "PodGroup",
+    upsert_pod_group,
+    delete_pod_group,
+    |_: ()| true
+);
+namespaced!(
+    PodDisruptionBudget,
+    "PodDisruptionBudget",
+    upsert_pdb,
+    delete_pdb,
+    |_: ()| false
+);
+namespaced!(
+    ResourceQuota,
+    "ResourceQuota",
+    upsert_resource_quota,
+    delete_resource_quota,
+    |_: ()| false
+);
 cluster_scoped!(Node, "Node", upsert_node, delete_node);
 cluster_scoped!(Queue, "Queue", upsert_queue, delete_queue);
-cluster_scoped!(PriorityClass, "PriorityClass", upsert_priority_class, delete_priority_class);
+cluster_scoped!(
+    PriorityClass,
+    "PriorityClass",
+    upsert_priority_class,
+    delete_priority_class
+);
 cluster_scoped!(Namespace, "Namespace", upsert_namespace, delete_namespace);
 
 /// Applies one watch event stream to the shared state, reconciling after every relist.
@@ -172,7 +199,9 @@ where
                     shared.work.notify_one();
                 }
             }
-            Err(e) => tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch error; retrying with backoff"),
+            Err(e) => {
+                tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch error; retrying with backoff")
+            }
         }
     }
 }
@@ -221,7 +250,10 @@ where
 
 /// Converts an untyped event. A malformed `Apply` becomes a `Delete` of that key (the object is
 /// no longer trusted); a malformed `InitApply` is dropped (the relist then forgets it).
-fn convert_event<K>(ev: Event<DynamicObject>, problems: &UnboundedSender<SchedEvent>) -> Option<Event<K>>
+fn convert_event<K>(
+    ev: Event<DynamicObject>,
+    problems: &UnboundedSender<SchedEvent>,
+) -> Option<Event<K>>
 where
     K: Mirrored + Resource<DynamicType = ()> + DeserializeOwned,
 {
@@ -287,15 +319,40 @@ where
 }
 
 /// Starts one watcher task per mirrored kind.
-pub fn spawn_all(client: Client, shared: Arc<Shared>, problems: UnboundedSender<SchedEvent>) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn spawn_all(
+    client: Client,
+    shared: Arc<Shared>,
+    problems: UnboundedSender<SchedEvent>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
-        tokio::spawn(run_mirror(typed_stream::<Pod>(client.clone()), shared.clone())),
-        tokio::spawn(run_mirror(typed_stream::<Node>(client.clone()), shared.clone())),
-        tokio::spawn(run_mirror(untyped_stream::<PodGroup>(client.clone(), problems.clone()), shared.clone())),
-        tokio::spawn(run_mirror(untyped_stream::<Queue>(client.clone(), problems), shared.clone())),
-        tokio::spawn(run_mirror(typed_stream::<PriorityClass>(client.clone()), shared.clone())),
-        tokio::spawn(run_mirror(typed_stream::<PodDisruptionBudget>(client.clone()), shared.clone())),
-        tokio::spawn(run_mirror(typed_stream::<ResourceQuota>(client.clone()), shared.clone())),
+        tokio::spawn(run_mirror(
+            typed_stream::<Pod>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<Node>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            untyped_stream::<PodGroup>(client.clone(), problems.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            untyped_stream::<Queue>(client.clone(), problems),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<PriorityClass>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<PodDisruptionBudget>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<ResourceQuota>(client.clone()),
+            shared.clone(),
+        )),
         tokio::spawn(run_mirror(typed_stream::<Namespace>(client), shared)),
     ]
 }

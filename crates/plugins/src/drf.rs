@@ -209,7 +209,10 @@ impl Plugin for Drf {
 
     fn on_session_close(&mut self, ssn: &mut SessionState) {
         for (i, attr) in self.jobs.drain(..).enumerate() {
-            ssn.job_metrics.entry(JobId::from_index(i)).or_default().share = Some(attr.dominant.share);
+            ssn.job_metrics
+                .entry(JobId::from_index(i))
+                .or_default()
+                .share = Some(attr.dominant.share);
         }
     }
 

@@ -172,7 +172,10 @@ impl Plugin for GangPlugin {
                 continue;
             }
             let condition = if j.is_ready() {
-                ssn.job_metrics.entry(job).or_default().unschedule_task_count = Some(0);
+                ssn.job_metrics
+                    .entry(job)
+                    .or_default()
+                    .unschedule_task_count = Some(0);
                 JobCondition {
                     type_: condition_type::SCHEDULED.to_string(),
                     status: condition_status::TRUE.to_string(),

@@ -17,8 +17,7 @@ use std::sync::{Mutex, PoisonError};
 use engine::conf::Arguments;
 use engine::framework::{EventType, ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
 use engine::model::job::phase;
-use engine::model::resource::{CPU, MEMORY, PODS, is_count_quota, is_scalar_resource_name};
-use engine::model::{JobId, JobInfo, Resource, ResourceName, TaskInfo};
+use engine::model::{JobId, Resource};
 
 /// Registered plugin name.
 pub const NAME: &str = "overcommit";
@@ -94,15 +93,15 @@ impl Plugin for OvercommitPlugin {
             if job.status.phase == phase::INQUEUE {
                 // Admitted but not running: the whole minimum stays reserved.
                 self.inqueue
-                    .add(&deduct_sch_gated_resources(job, &ssn.tasks, min));
+                    .add(&job.deduct_sch_gated_resources(&ssn.tasks, min));
             } else if job.status.phase == phase::RUNNING
                 && job.allocated_task_num() >= job.min_available
             {
                 // Running at its gang size: only what is not allocated yet (a finished Spark
                 // driver must not reserve its share again).
-                let reserved = inqueue_resource(ssn, job);
+                let reserved = job.inqueue_resource();
                 self.inqueue
-                    .add(&deduct_sch_gated_resources(job, &ssn.tasks, &reserved));
+                    .add(&job.deduct_sch_gated_resources(&ssn.tasks, &reserved));
             }
         }
     }
@@ -153,7 +152,7 @@ impl Plugin for OvercommitPlugin {
         let j = ssn.job(job);
         if let Some(min) = &j.min_resources {
             self.inqueue
-                .add(&deduct_sch_gated_resources(j, &ssn.tasks, min));
+                .add(&j.deduct_sch_gated_resources(&ssn.tasks, min));
         }
     }
 }
@@ -167,85 +166,10 @@ fn format_resource_names(prefix: &str, verb: &str, names: &[String]) -> String {
     format!("{prefix}: {}", parts.join(", "))
 }
 
-/// `util.GetInqueueResource` (§0.7): per name listed in the PodGroup's `minResources`, what the
-/// job has not been allocated yet. cpu, memory and pods keep only a positive remainder; another
-/// scalar keeps its full minimum when the job holds none of it at all. Names that are not
-/// scheduling resources (`count/…`, `ephemeral-storage`, unqualified names) are skipped.
-pub fn inqueue_resource(ssn: &SessionState, job: &JobInfo) -> Resource {
-    let mut reserved = Resource::empty();
-    let (Some(min), Some(names)) = (
-        &job.min_resources,
-        ssn.snapshot
-            .pod_group(&job.uid)
-            .and_then(|pg| pg.spec.min_resources.as_ref()),
-    ) else {
-        return reserved;
-    };
-    let allocated = &job.allocated;
-    for name in names.keys() {
-        match name.as_str() {
-            CPU => {
-                let left = min.milli_cpu - allocated.milli_cpu;
-                if left > 0.0 {
-                    reserved.milli_cpu = left;
-                }
-            }
-            MEMORY => {
-                let left = min.memory - allocated.memory;
-                if left > 0.0 {
-                    reserved.memory = left;
-                }
-            }
-            PODS => {
-                let left = min.scalar(ResourceName::PODS) - allocated.scalar(ResourceName::PODS);
-                if left > 0.0 {
-                    reserved.set_scalar(ResourceName::PODS, left);
-                }
-            }
-            other if is_count_quota(other) || !is_scalar_resource_name(other) => {}
-            other => {
-                let n = ResourceName::new(other);
-                let wanted = min.scalar(n);
-                match allocated.scalars.get(n) {
-                    None => reserved.set_scalar(n, wanted),
-                    Some(held) if wanted - held > 0.0 => reserved.set_scalar(n, wanted - held),
-                    Some(_) => {}
-                }
-            }
-        }
-    }
-    reserved
-}
-
-/// `JobInfo.DeductSchGatedResources` (§0.7, framework.md §5.5.8): `res` minus the requests of
-/// the job's scheduling-gated pods (pods held only by Volcano's queue-allocation gate still
-/// count), each dimension floored at 0; scalars `res` lacks are ignored.
-pub fn deduct_sch_gated_resources(job: &JobInfo, tasks: &[TaskInfo], res: &Resource) -> Resource {
-    let mut gated = Resource::empty();
-    for &t in &job.tasks {
-        let spec = &tasks[t.index()].spec;
-        if spec.sch_gated && !spec.only_volcano_gate {
-            gated.add(&spec.resreq);
-        }
-    }
-    // Most jobs have no gated pods; a gated request of only `pods` also counts as none.
-    if gated.is_empty() {
-        return res.clone();
-    }
-    let mut result = res.clone();
-    result.milli_cpu = (result.milli_cpu - gated.milli_cpu).max(0.0);
-    result.memory = (result.memory - gated.memory).max(0.0);
-    for (n, v) in res.scalars.iter() {
-        if let Some(g) = gated.scalars.get(n) {
-            result.set_scalar(n, (v - g).max(0.0));
-        }
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::model::ResourceName;
     use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
     use engine::conf::{ArgValue, PluginOption};
     use engine::framework::Session;
@@ -499,7 +423,7 @@ mod tests {
         ));
         let ssn = c.session(&[&[NAME]]);
         let job = ssn.state.job(ssn.state.job_by_key("ns/running"));
-        let reserved = inqueue_resource(&ssn.state, job);
+        let reserved = job.inqueue_resource();
         assert_eq!(reserved.milli_cpu, 1000.0);
         assert_eq!(reserved.memory, 0.0);
         assert_eq!(reserved.get("nvidia.com/gpu"), 2000.0);
@@ -595,13 +519,13 @@ mod tests {
         let gated = s.job(s.job_by_key("ns/gated"));
         let min = gated.min_resources.clone().expect("minResources");
         assert_eq!(
-            deduct_sch_gated_resources(gated, &s.tasks, &min).milli_cpu,
+            gated.deduct_sch_gated_resources(&s.tasks, &min).milli_cpu,
             1000.0
         );
         let queued = s.job(s.job_by_key("ns/queued"));
         let min = queued.min_resources.clone().expect("minResources");
         assert_eq!(
-            deduct_sch_gated_resources(queued, &s.tasks, &min).milli_cpu,
+            queued.deduct_sch_gated_resources(&s.tasks, &min).milli_cpu,
             2000.0
         );
     }
@@ -627,7 +551,7 @@ mod tests {
         let s = &ssn.state;
         let job = s.job(s.job_by_key("ns/gated"));
         let min = job.min_resources.clone().expect("minResources");
-        let left = deduct_sch_gated_resources(job, &s.tasks, &min);
+        let left = job.deduct_sch_gated_resources(&s.tasks, &min);
         assert_eq!(left.milli_cpu, 0.0);
         assert_eq!(left.get("nvidia.com/gpu"), 0.0);
         assert!(

@@ -485,14 +485,41 @@ impl UsedPorts {
     }
 }
 
+/// Per-task state indexed by task id: the predicate reads it for every (task, node) pair, so
+/// a vector lookup instead of a hash.
+struct TaskTable<T>(Vec<Option<T>>);
+
+impl<T> Default for TaskTable<T> {
+    fn default() -> Self {
+        TaskTable(Vec::new())
+    }
+}
+
+impl<T> TaskTable<T> {
+    fn get(&self, task: &TaskId) -> Option<&T> {
+        self.0.get(task.index()).and_then(Option::as_ref)
+    }
+    fn insert(&mut self, task: TaskId, value: T) {
+        if self.0.len() <= task.index() {
+            self.0.resize_with(task.index() + 1, || None);
+        }
+        self.0[task.index()] = Some(value);
+    }
+    fn remove(&mut self, task: &TaskId) {
+        if let Some(slot) = self.0.get_mut(task.index()) {
+            *slot = None;
+        }
+    }
+}
+
 /// The plugin instance of one session.
 pub struct Predicates {
     enabled: Enabled,
     view: PodView,
     /// Host ports in use per node (kept only when NodePorts is on).
     used_ports: Vec<UsedPorts>,
-    skips: HashMap<TaskId, SkipSet>,
-    filters: HashMap<TaskId, TaskFilters>,
+    skips: TaskTable<SkipSet>,
+    filters: TaskTable<TaskFilters>,
     cache: Option<EquivalenceCache>,
 }
 
@@ -522,8 +549,8 @@ impl Predicates {
             enabled: Enabled::from_arguments(args),
             view: PodView::default(),
             used_ports: Vec::new(),
-            skips: HashMap::new(),
-            filters: HashMap::new(),
+            skips: TaskTable::default(),
+            filters: TaskTable::default(),
             cache: None,
         }
     }

@@ -23,10 +23,10 @@ use engine::framework::{
 use engine::model::job::phase;
 use engine::model::queue::QueueSpec;
 use engine::model::resource::{
-    DimensionDefault, MIN_RESOURCE, exceeded_part, is_count_quota, is_scalar_resource_name,
+    DimensionDefault, MIN_RESOURCE, exceeded_part,
     max_resource, share,
 };
-use engine::model::{JobId, JobInfo, QueueId, Resource, ResourceName, TaskId, TaskStatus};
+use engine::model::{JobId, QueueId, Resource, TaskId, TaskStatus};
 
 /// Registered plugin name.
 pub const NAME: &str = "proportion";
@@ -240,63 +240,6 @@ fn water_fill(total: &Resource, attrs: &mut [QueueAttr]) -> u32 {
     rounds
 }
 
-/// `util.GetInqueueResource` (spec/plugins-core.md §0.7): what a job's minimum still reserves
-/// beyond what it already holds. cpu, memory and `pods` keep only a positive remainder; other
-/// scalar resources keep the full minimum when the job holds none of them. Resource names that
-/// are not scalar resources (e.g. `ephemeral-storage`) are not reserved.
-pub(crate) fn inqueue_resource(min: &Resource, allocated: &Resource) -> Resource {
-    let mut inqueue = Resource::empty();
-    if min.milli_cpu - allocated.milli_cpu > 0.0 {
-        inqueue.milli_cpu = min.milli_cpu - allocated.milli_cpu;
-    }
-    if min.memory - allocated.memory > 0.0 {
-        inqueue.memory = min.memory - allocated.memory;
-    }
-    for (name, wanted) in min.scalars.iter() {
-        if name == ResourceName::PODS {
-            let rest = wanted - allocated.scalar(name);
-            if rest > 0.0 {
-                inqueue.set_scalar(name, rest);
-            }
-            continue;
-        }
-        if is_count_quota(name.as_str()) || !is_scalar_resource_name(name.as_str()) {
-            continue;
-        }
-        match allocated.scalars.get(name) {
-            None => inqueue.set_scalar(name, wanted),
-            Some(held) if wanted - held > 0.0 => inqueue.set_scalar(name, wanted - held),
-            Some(_) => {}
-        }
-    }
-    inqueue
-}
-
-/// `JobInfo.DeductSchGatedResources`: `res` minus the requests of the job's tasks held back by
-/// Kubernetes scheduling gates (tasks gated only by Volcano's queue-allocation gate still
-/// count), clamped at 0; scalars `res` lacks are ignored.
-pub(crate) fn deduct_sch_gated(ssn: &SessionState, job: &JobInfo, res: &Resource) -> Resource {
-    let mut gated = Resource::empty();
-    for &t in &job.tasks {
-        let spec = &ssn.task(t).spec;
-        if spec.sch_gated && !spec.only_volcano_gate {
-            gated.add(&spec.resreq);
-        }
-    }
-    if gated.is_empty() {
-        return res.clone();
-    }
-    let mut result = res.clone();
-    result.milli_cpu = (res.milli_cpu - gated.milli_cpu).max(0.0);
-    result.memory = (res.memory - gated.memory).max(0.0);
-    for (name, v) in res.scalars.iter() {
-        if let Some(g) = gated.scalars.get(name) {
-            result.set_scalar(name, (v - g).max(0.0));
-        }
-    }
-    result
-}
-
 /// `util.FormatResourceNames`: `"<prefix>: <verb> <r1>, <verb> <r2>"`, or the prefix alone.
 fn format_resource_names(prefix: &str, verb: &str, names: &[String]) -> String {
     if names.is_empty() {
@@ -421,7 +364,7 @@ impl Plugin for Proportion {
                     attr.request.add(task.resreq());
                 }
             }
-            if let Some(min) = &job.min_resources {
+            if job.min_resources.is_some() {
                 // Admitted jobs reserve what their minimum still lacks. A running job only does
                 // so while its minimum is held, so that a finished driver pod does not make the
                 // job reserve again.
@@ -429,10 +372,9 @@ impl Plugin for Proportion {
                     || (job.status.phase == phase::RUNNING
                         && job.allocated_task_num() >= job.min_available);
                 if reserves {
-                    attr.inqueue.add(&deduct_sch_gated(
-                        ssn,
-                        job,
-                        &inqueue_resource(min, &job.allocated),
+                    attr.inqueue.add(&job.deduct_sch_gated_resources(
+                        &ssn.tasks,
+                        &job.inqueue_resource(),
                     ));
                 }
             }
@@ -629,7 +571,7 @@ impl Plugin for Proportion {
         let (Some(min), Some(queue)) = (&job.min_resources, job.queue) else {
             return;
         };
-        let reserved = deduct_sch_gated(ssn, job, min);
+        let reserved = job.deduct_sch_gated_resources(&ssn.tasks, min);
         if let Some(attr) = self.attr_mut(queue) {
             attr.inqueue.add(&reserved);
         }
@@ -648,6 +590,7 @@ impl Plugin for Proportion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::model::ResourceName;
     use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
     use engine::framework::{Decisions, Event, Session, Statement};
     use proptest::prelude::*;
@@ -1018,31 +961,6 @@ mod tests {
         a.elastic = cpu(1_000.0);
         assert_eq!(a.enqueue_check(&cpu(4_000.0)), Ok(()));
         assert_eq!(a.enqueue_check(&cpu(4_001.0)), Err(vec!["cpu".to_string()]));
-    }
-
-    #[test]
-    fn inqueue_resource_rules() {
-        let min = Resource::from_pairs(
-            3_000.0,
-            100.0,
-            &[
-                ("pods", 3.0),
-                ("nvidia.com/gpu", 2_000.0),
-                ("example.com/fpga", 1_000.0),
-                ("ephemeral-storage", 5.0),
-            ],
-        );
-        let allocated =
-            Resource::from_pairs(1_000.0, 200.0, &[("pods", 1.0), ("nvidia.com/gpu", 500.0)]);
-        let r = inqueue_resource(&min, &allocated);
-        assert_eq!(r.milli_cpu, 2_000.0);
-        assert_eq!(r.memory, 0.0, "only positive remainders are reserved");
-        assert_eq!(r.scalar(ResourceName::PODS), 2.0);
-        assert_eq!(r.scalar(ResourceName::new("nvidia.com/gpu")), 1_500.0);
-        // Not held at all: the full minimum.
-        assert_eq!(r.scalar(ResourceName::new("example.com/fpga")), 1_000.0);
-        // Not a scalar resource name: never reserved.
-        assert_eq!(r.scalars.get(ResourceName::new("ephemeral-storage")), None);
     }
 
     #[test]

@@ -15,7 +15,9 @@ use apis::{PodGroup, PodGroupSpec, Queue, QueueSpec};
 use engine::conf::{DEFAULT_SCHEDULER_CONF, KnownNames, parse};
 use engine::framework::{Session, SessionOptions};
 use engine::state::{ClusterState, StateOptions};
-use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, PodStatus, ResourceRequirements};
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeStatus, Pod, PodSpec, PodStatus, ResourceRequirements,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -34,7 +36,9 @@ fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let n: usize = value.parse().map_err(|_| format!("{flag}: not a number: {value}"))?;
+        let n: usize = value
+            .parse()
+            .map_err(|_| format!("{flag}: not a number: {value}"))?;
         match flag.as_str() {
             "--nodes" => args.nodes = n,
             "--pods" => args.pods = n,
@@ -74,8 +78,16 @@ fn build_cluster(args: &Args) -> ClusterState {
         state.upsert_node(Node {
             metadata: meta(format!("node-{i:05}"), None),
             status: Some(NodeStatus {
-                allocatable: Some(quantities(&[("cpu", "32"), ("memory", "128Gi"), ("pods", "110")])),
-                capacity: Some(quantities(&[("cpu", "32"), ("memory", "128Gi"), ("pods", "110")])),
+                allocatable: Some(quantities(&[
+                    ("cpu", "32"),
+                    ("memory", "128Gi"),
+                    ("pods", "110"),
+                ])),
+                capacity: Some(quantities(&[
+                    ("cpu", "32"),
+                    ("memory", "128Gi"),
+                    ("pods", "110"),
+                ])),
                 ..Default::default()
             }),
             ..Default::default()
@@ -165,7 +177,14 @@ fn main() {
     let start = Instant::now();
     let snapshot = state.snapshot();
     let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
-    let mut ssn = Session::open(&snapshot, conf, &registry, SessionOptions::default(), now, "bench".into());
+    let mut ssn = Session::open(
+        &snapshot,
+        conf,
+        &registry,
+        SessionOptions::default(),
+        now,
+        "bench".into(),
+    );
     let opened = start.elapsed();
     engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
     let acted = start.elapsed();

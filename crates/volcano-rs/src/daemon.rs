@@ -95,7 +95,9 @@ pub struct RunArgs {
 /// Parses "1s", "500ms", "2m", "1h", "1.5s" (Go-style duration, one unit).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| format!("{s:?}: missing unit (e.g. 1s)"))?;
+    let split = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .ok_or_else(|| format!("{s:?}: missing unit (e.g. 1s)"))?;
     let (num, unit) = s.split_at(split);
     let value: f64 = num.parse().map_err(|_| format!("{s:?}: not a duration"))?;
     if !value.is_finite() || value < 0.0 {
@@ -112,8 +114,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
-    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
-    full.parse().with_context(|| format!("invalid address {s:?}"))
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .with_context(|| format!("invalid address {s:?}"))
 }
 
 fn parse_node_selector(items: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -131,12 +138,15 @@ fn parse_node_selector(items: &[String]) -> anyhow::Result<Vec<(String, String)>
 async fn build_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
     let config = match kubeconfig {
         Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
                 .await
                 .with_context(|| format!("kubeconfig {}", path.display()))?
         }
-        None => kube::Config::infer().await.context("no kubeconfig and not running in a cluster")?,
+        None => kube::Config::infer()
+            .await
+            .context("no kubeconfig and not running in a cluster")?,
     };
     Client::try_from(config).context("building the API client")
 }
@@ -203,7 +213,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         retry_period: args.leader_elect_retry_period,
     };
     if args.leader_elect {
-        leader_cfg.validate().map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
+        leader_cfg
+            .validate()
+            .map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
     }
     let client = build_client(args.kubeconfig.as_ref()).await?;
 
@@ -225,7 +237,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let dump: http::DumpFn = Arc::new(move || cluster::dump::dump_yaml(&dump_state.lock()));
     let mut servers = tokio::task::JoinSet::new();
     {
-        let (m, h, d, rx) = (metrics.clone(), health.clone(), dump.clone(), shutdown_rx.clone());
+        let (m, h, d, rx) = (
+            metrics.clone(),
+            health.clone(),
+            dump.clone(),
+            shutdown_rx.clone(),
+        );
         servers.spawn(async move {
             if let Err(e) = http::serve(listen, m, h, d, wait_shutdown(rx)).await {
                 tracing::error!(address = %listen, error = %e, "metrics server failed");
@@ -255,7 +272,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let (release_tx, release_rx) = watch::channel(false);
     let elector = if args.leader_elect {
         let c = client.clone();
-        Some(tokio::spawn(leader::run(c, leader_cfg, leader_tx, wait_shutdown(release_rx))))
+        Some(tokio::spawn(leader::run(
+            c,
+            leader_cfg,
+            leader_tx,
+            wait_shutdown(release_rx),
+        )))
     } else {
         None
     };
@@ -268,7 +290,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         metrics.clone(),
         ExecutorConfig {
             bind_workers: args.bind_workers as usize,
-            scheduler_name: args.scheduler_names.first().cloned().unwrap_or_else(|| "volcano-rs".into()),
+            scheduler_name: args
+                .scheduler_names
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "volcano-rs".into()),
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| leader::default_identity()),
         },
     ));
@@ -303,6 +329,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     tracing::info!("caches synced");
 
     let mut in_flight = tokio::task::JoinSet::new();
+    let mut seen = SeenSeries::default();
     let mut queues_ensured = false;
     let mut cycle: u64 = 0;
     let self_ref = self_reference(&args);
@@ -373,7 +400,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         let now = k8s_openapi::jiff::Timestamp::now();
         let session = tokio::task::spawn_blocking(move || {
             let start = Instant::now();
-            let mut ssn = Session::open(&snapshot, current, &reg, opts, now, uid);
+            let clock: engine::framework::Clock = Arc::new(move || start.elapsed());
+            let mut ssn = Session::open_timed(&snapshot, current, &reg, opts, now, uid, Some(clock));
             let opened = start.elapsed();
             let timings = engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
             let decisions = ssn.close();
@@ -384,12 +412,27 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(error = %e, "session failed; next one in a period");
+                metrics.session_failed();
                 tokio::time::sleep(args.schedule_period).await;
                 continue;
             }
         };
         metrics.observe_session(opened, &timings, total);
+        for t in &decisions.plugin_timings {
+            metrics.observe_plugin(&t.plugin, t.on_session, t.duration);
+        }
         metrics.record_decisions(&decisions);
+        record_job_and_queue_lifecycle(&metrics, &decisions, &mut seen, now);
+        {
+            let state = shared.lock();
+            for b in &decisions.binds {
+                if let Some(created) = state.pod(&b.pod).and_then(|p| p.creation)
+                    && let Ok(age) = Duration::try_from(now.duration_since(created))
+                {
+                    metrics.observe_task_stage(cluster::metrics::TaskStage::Assumed, age);
+                }
+            }
+        }
         if !*leader_rx.borrow() {
             tracing::warn!("leadership lost during the session; its decisions are dropped");
             continue;
@@ -417,7 +460,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 
     // Shutdown: let in-flight writes finish (bounded), then release the lease.
     let drain = async { while in_flight.join_next().await.is_some() {} };
-    if tokio::time::timeout(Duration::from_secs(10), drain).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(10), drain)
+        .await
+        .is_err()
+    {
         tracing::warn!("in-flight writes did not finish within 10s");
     }
     let _ = release_tx.send(true);
@@ -432,8 +478,55 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Queues and jobs reported by the previous session, to delete the series of those that are gone.
+#[derive(Default)]
+struct SeenSeries {
+    queues: std::collections::BTreeSet<String>,
+    jobs: std::collections::BTreeMap<String, (String, String, String)>,
+}
+
+/// Job e2e gauges for this session, and removal of the series of queues and jobs that left the
+/// cluster (Volcano does it on informer deletes; we do it when a session no longer sees them).
+fn record_job_and_queue_lifecycle(
+    metrics: &Metrics,
+    d: &engine::framework::Decisions,
+    seen: &mut SeenSeries,
+    now: k8s_openapi::jiff::Timestamp,
+) {
+    use cluster::metrics::JobLabels;
+    for gone in seen.queues.iter().filter(|q| !d.queue_metrics.contains_key(*q)) {
+        metrics.remove_queue(gone);
+    }
+    seen.queues = d.queue_metrics.keys().cloned().collect();
+    for (uid, (ns, name, queue)) in &seen.jobs {
+        if !d.job_metrics.contains_key(uid) {
+            metrics.remove_job(JobLabels { namespace: ns, name, queue });
+        }
+    }
+    seen.jobs.clear();
+    for (uid, m) in &d.job_metrics {
+        let labels = JobLabels {
+            namespace: &m.namespace,
+            name: &m.name,
+            queue: &m.queue,
+        };
+        if let Some(created) = m.creation {
+            metrics.set_job_start_time(labels, created);
+            if m.placed > 0
+                && let Ok(age) = Duration::try_from(now.duration_since(created))
+            {
+                metrics.job_task_allocated(labels, age, now);
+            }
+        }
+        seen.jobs.insert(uid.clone(), (m.namespace.clone(), m.name.clone(), m.queue.clone()));
+    }
+}
+
 fn executor_name(args: &RunArgs) -> String {
-    args.scheduler_names.first().cloned().unwrap_or_else(|| "volcano-rs".into())
+    args.scheduler_names
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "volcano-rs".into())
 }
 
 #[cfg(test)]
@@ -458,7 +551,10 @@ mod tests {
         assert!(parse_addr("nonsense").is_err());
         assert_eq!(
             parse_node_selector(&["pool:batch".into(), "zone: a".into()]).ok(),
-            Some(vec![("pool".into(), "batch".into()), ("zone".into(), "a".into())])
+            Some(vec![
+                ("pool".into(), "batch".into()),
+                ("zone".into(), "a".into())
+            ])
         );
         assert!(parse_node_selector(&["nocolon".into()]).is_err());
     }

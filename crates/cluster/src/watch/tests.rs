@@ -24,7 +24,10 @@ fn initial_list_marks_synced_and_reports_pending_work() {
     let s = shared();
     let mut m = Mirror::<Pod>::default();
     assert!(!m.apply(Event::Init, &s));
-    assert!(m.apply(Event::InitApply(pod("a", None)), &s), "pending pod is work");
+    assert!(
+        m.apply(Event::InitApply(pod("a", None)), &s),
+        "pending pod is work"
+    );
     assert!(!m.apply(Event::InitApply(pod("b", Some("n1"))), &s));
     assert!(!s.all_synced());
     m.apply(Event::InitDone, &s);
@@ -51,7 +54,10 @@ fn relist_deletes_what_vanished_and_does_not_double_count() {
     let state = s.lock();
     assert_eq!(state.pod_count(), 2);
     assert!(state.pod("ns/b").is_none());
-    assert_eq!(state.pod("ns/a").and_then(|p| p.node_name.as_deref()), Some("n1"));
+    assert_eq!(
+        state.pod("ns/a").and_then(|p| p.node_name.as_deref()),
+        Some("n1")
+    );
 }
 
 #[test]
@@ -59,11 +65,13 @@ fn delete_event_removes_and_pruning_drops_managed_fields() {
     let s = shared();
     let mut m = Mirror::<Pod>::default();
     m.apply(Event::Apply(prune(pod("a", None))), &s);
-    assert!(
-        s.lock()
-            .pod("ns/a")
-            .is_some_and(|p| p.pod.metadata.managed_fields.as_ref().is_none_or(|f| f.is_empty()))
-    );
+    assert!(s.lock().pod("ns/a").is_some_and(|p| {
+        p.pod
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_none_or(|f| f.is_empty())
+    }));
     m.apply(Event::Delete(pod("a", None)), &s);
     assert_eq!(s.lock().pod_count(), 0);
 }
@@ -92,14 +100,20 @@ fn malformed_pod_group_is_skipped_with_an_event() {
     let reported = rx.try_recv().expect("an event for the malformed object");
     assert_eq!(reported.object.kind, "PodGroup");
     assert_eq!(reported.reason, "FailedParse");
-    assert!(reported.message.contains("minMember") || reported.message.contains("invalid type"), "{}", reported.message);
+    assert!(
+        reported.message.contains("minMember") || reported.message.contains("invalid type"),
+        "{}",
+        reported.message
+    );
 }
 
 #[test]
 fn queue_mirror_uses_names_as_keys() {
     let s = shared();
     let mut m = Mirror::<Queue>::default();
-    let q: Queue = serde_json::from_value(json!({"metadata": {"name": "q1"}, "spec": {"weight": 3}})).expect("queue");
+    let q: Queue =
+        serde_json::from_value(json!({"metadata": {"name": "q1"}, "spec": {"weight": 3}}))
+            .expect("queue");
     m.apply(Event::Apply(q.clone()), &s);
     assert_eq!(s.lock().queue("q1").map(|q| q.weight), Some(3));
     m.apply(Event::Delete(q), &s);

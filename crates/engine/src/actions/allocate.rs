@@ -58,14 +58,19 @@ pub fn execute(ssn: &mut Session) {
             tracing::debug!(job = %ssn.state.job(job).uid, reason = %invalid.reason, "job not valid");
             continue;
         }
-        let Some(q) = ssn.state.job(job).queue else { continue };
+        let Some(q) = ssn.state.job(job).queue else {
+            continue;
+        };
         let heap = pending_task_heap(ssn, job);
         if heap.is_empty() {
             continue;
         }
         task_heaps.insert(job, heap);
         let first = !jobs_by_queue.contains_key(&q);
-        jobs_by_queue.entry(q).or_default().push(job, |a, b| ssn.job_order(a, b));
+        jobs_by_queue
+            .entry(q)
+            .or_default()
+            .push(job, |a, b| ssn.job_order(a, b));
         if first {
             queues.push(q, |a, b| ssn.queue_order(a, b));
         }
@@ -76,8 +81,12 @@ pub fn execute(ssn: &mut Session) {
         if ssn.overused(q) {
             continue;
         }
-        let Some(mut jobs) = jobs_by_queue.remove(&q) else { continue };
-        let Some(job) = jobs.pop(|a, b| ssn.job_order(a, b)) else { continue };
+        let Some(mut jobs) = jobs_by_queue.remove(&q) else {
+            continue;
+        };
+        let Some(job) = jobs.pop(|a, b| ssn.job_order(a, b)) else {
+            continue;
+        };
         let Some(mut tasks) = task_heaps.remove(&job) else {
             jobs_by_queue.insert(q, jobs);
             continue;
@@ -120,22 +129,37 @@ fn allocate_resources_for_tasks(
         if ssn.state.task(task).spec.sch_gated {
             continue;
         }
-        if ssn.state.job(job).task_has_fit_errors(&ssn.state.tasks, task) {
+        if ssn
+            .state
+            .job(job)
+            .task_has_fit_errors(&ssn.state.tasks, task)
+        {
             let t = &ssn.state.task(task).spec;
             let fe = FitErrors::with_message(format!(
                 "Task {} with role spec {} has already predicated failed, skip",
                 t.name, t.role
             ));
-            ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fe);
+            ssn.state.jobs[job.index()]
+                .nodes_fit_errors
+                .insert(task, fe);
             continue;
         }
         if let Err(e) = ssn.pre_predicate(task) {
             let mut fe = FitErrors::default();
             for &n in nodes {
-                fe.set_node_error(ssn.state.node(n).name(), FitError::error(e.clone(), "prePredicate"));
+                fe.set_node_error(
+                    ssn.state.node(n).name(),
+                    FitError::error(e.clone(), "prePredicate"),
+                );
             }
-            ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fe);
-            if ssn.state.job(job).need_continue_allocating(&ssn.state.tasks) {
+            ssn.state.jobs[job.index()]
+                .nodes_fit_errors
+                .insert(task, fe);
+            if ssn
+                .state
+                .job(job)
+                .need_continue_allocating(&ssn.state.tasks)
+            {
                 continue;
             }
             break;
@@ -159,10 +183,17 @@ fn allocate_resources_for_tasks(
             }
         }
         if feasible.is_empty() {
-            let (found, fit_errors) = helper.predicate_nodes(ssn, task, nodes, &|s, t, n| allocate_predicate(s, t, n));
+            let (found, fit_errors) =
+                helper.predicate_nodes(ssn, task, nodes, &|s, t, n| allocate_predicate(s, t, n));
             if found.is_empty() {
-                ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fit_errors);
-                if ssn.state.job(job).need_continue_allocating(&ssn.state.tasks) {
+                ssn.state.jobs[job.index()]
+                    .nodes_fit_errors
+                    .insert(task, fit_errors);
+                if ssn
+                    .state
+                    .job(job)
+                    .need_continue_allocating(&ssn.state.tasks)
+                {
                     continue;
                 }
                 break;
@@ -170,7 +201,9 @@ fn allocate_resources_for_tasks(
             feasible = found;
         }
 
-        let Some(best) = choose_node(ssn, task, &feasible) else { continue };
+        let Some(best) = choose_node(ssn, task, &feasible) else {
+            continue;
+        };
         place(ssn, &mut stmt, task, best);
         if ssn.job_ready(job) {
             break;
@@ -190,7 +223,10 @@ fn place(ssn: &mut Session, stmt: &mut Statement, task: TaskId, node: NodeId) {
     let req = ssn.state.task(task).resreq();
     let result = if req.less_equal(&n.idle, DimensionDefault::Zero) {
         ssn.allocate(stmt, task, node)
-    } else if req.fits_future_idle(&n.idle, &n.releasing, &n.pipelined).is_ok() {
+    } else if req
+        .fits_future_idle(&n.idle, &n.releasing, &n.pipelined)
+        .is_ok()
+    {
         ssn.pipeline(stmt, task, node, false)
     } else {
         Ok(())

@@ -29,7 +29,9 @@ fn pick_up_pending_tasks(ssn: &mut Session) -> Vec<TaskId> {
                 continue;
             }
             match task.status {
-                TaskStatus::Pending if !task.spec.sch_gated => heap.push(t, |a, b| ssn.task_order(a, b)),
+                TaskStatus::Pending if !task.spec.sch_gated => {
+                    heap.push(t, |a, b| ssn.task_order(a, b))
+                }
                 TaskStatus::Pipelined => {
                     ssn.un_pipeline(t);
                     heap.push(t, |a, b| ssn.task_order(a, b));
@@ -42,7 +44,10 @@ fn pick_up_pending_tasks(ssn: &mut Session) -> Vec<TaskId> {
         }
         tasks_by_job.insert(job, heap);
         let first = !jobs_by_queue.contains_key(&q);
-        jobs_by_queue.entry(q).or_default().push(job, |a, b| ssn.job_order(a, b));
+        jobs_by_queue
+            .entry(q)
+            .or_default()
+            .push(job, |a, b| ssn.job_order(a, b));
         if first {
             queues.push(q, |a, b| ssn.queue_order(a, b));
         }
@@ -50,9 +55,13 @@ fn pick_up_pending_tasks(ssn: &mut Session) -> Vec<TaskId> {
 
     let mut list = Vec::new();
     while let Some(q) = queues.pop(|a, b| ssn.queue_order(a, b)) {
-        let Some(mut jobs) = jobs_by_queue.remove(&q) else { continue };
+        let Some(mut jobs) = jobs_by_queue.remove(&q) else {
+            continue;
+        };
         while let Some(job) = jobs.pop(|a, b| ssn.job_order(a, b)) {
-            let Some(mut tasks) = tasks_by_job.remove(&job) else { continue };
+            let Some(mut tasks) = tasks_by_job.remove(&job) else {
+                continue;
+            };
             while let Some(t) = tasks.pop(|a, b| ssn.task_order(a, b)) {
                 list.push(t);
             }
@@ -65,32 +74,46 @@ pub fn execute(ssn: &mut Session) {
     let tasks = pick_up_pending_tasks(ssn);
     let all_nodes: Vec<_> = ssn.state.node_ids().collect();
     for task in tasks {
-        let Some(job) = ssn.state.task(task).job else { continue };
+        let Some(job) = ssn.state.task(task).job else {
+            continue;
+        };
         if let Err(e) = ssn.pre_predicate(task) {
             let mut fe = FitErrors::default();
             for &n in &all_nodes {
-                fe.set_node_error(ssn.state.node(n).name(), FitError::error(e.clone(), "prePredicate"));
+                fe.set_node_error(
+                    ssn.state.node(n).name(),
+                    FitError::error(e.clone(), "prePredicate"),
+                );
             }
-            ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fe);
+            ssn.state.jobs[job.index()]
+                .nodes_fit_errors
+                .insert(task, fe);
             continue;
         }
         // A fresh helper per task, as Volcano does (so its error cache never hits).
         let mut helper = PredicateHelper::new(true);
-        let (feasible, fit_errors) = helper.predicate_nodes(ssn, task, &all_nodes, &|s, t, n| predicate_for_allocate(s, t, n));
+        let (feasible, fit_errors) = helper.predicate_nodes(ssn, task, &all_nodes, &|s, t, n| {
+            predicate_for_allocate(s, t, n)
+        });
         if feasible.is_empty() {
-            ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fit_errors);
+            ssn.state.jobs[job.index()]
+                .nodes_fit_errors
+                .insert(task, fit_errors);
             continue;
         }
         let node = if feasible.len() == 1 {
             Some(feasible[0])
         } else {
-            prioritize_nodes(ssn, task, &feasible).and_then(|scores| select_best_node(&feasible, &scores))
+            prioritize_nodes(ssn, task, &feasible)
+                .and_then(|scores| select_best_node(&feasible, &scores))
         };
         let Some(node) = node else { continue };
         if let Err(e) = ssn.allocate_and_dispatch(task, node) {
             let mut fe = FitErrors::default();
             fe.set_node_error(ssn.state.node(node).name(), FitError::error(e, "backfill"));
-            ssn.state.jobs[job.index()].nodes_fit_errors.insert(task, fe);
+            ssn.state.jobs[job.index()]
+                .nodes_fit_errors
+                .insert(task, fe);
         }
     }
 }

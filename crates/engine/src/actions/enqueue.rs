@@ -13,7 +13,9 @@ pub fn execute(ssn: &mut Session) {
 
     let job_ids: Vec<JobId> = ssn.state.job_ids().collect();
     for job in job_ids {
-        let Some(q) = ssn.state.job(job).queue else { continue };
+        let Some(q) = ssn.state.job(job).queue else {
+            continue;
+        };
         if !seen[q.index()] {
             seen[q.index()] = true;
             queues.push(q, |a, b| ssn.queue_order(a, b));
@@ -27,8 +29,12 @@ pub fn execute(ssn: &mut Session) {
     }
 
     while let Some(q) = queues.pop(|a, b| ssn.queue_order(a, b)) {
-        let Some(jobs) = jobs_by_queue.get_mut(&q) else { continue };
-        let Some(job) = jobs.pop(|a, b| ssn.job_order(a, b)) else { continue };
+        let Some(jobs) = jobs_by_queue.get_mut(&q) else {
+            continue;
+        };
+        let Some(job) = jobs.pop(|a, b| ssn.job_order(a, b)) else {
+            continue;
+        };
         // PodGroups without minResources are admitted without asking the plugins.
         if ssn.state.job(job).min_resources.is_none() || ssn.job_enqueueable(job) {
             ssn.job_enqueued(job);

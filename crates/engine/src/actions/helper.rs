@@ -98,7 +98,11 @@ impl PredicateHelper {
             .job
             .map(|j| format!("{}/{}", ssn.state.job(j).uid, t.spec.role))
             .unwrap_or_default();
-        let cached = if cache_on { self.error_cache.get(&group).cloned() } else { None };
+        let cached = if cache_on {
+            self.error_cache.get(&group).cloned()
+        } else {
+            None
+        };
         let start = ssn.state.last_processed_node_index % n;
 
         let mut feasible = Vec::new();
@@ -136,7 +140,10 @@ impl PredicateHelper {
             }
         }
         if cache_on && !new_errors.is_empty() {
-            self.error_cache.entry(group).or_default().extend(new_errors);
+            self.error_cache
+                .entry(group)
+                .or_default()
+                .extend(new_errors);
         }
         ssn.state.last_processed_node_index = (start + processed) % n;
         (feasible, fit_errors)
@@ -191,14 +198,18 @@ pub fn select_best_node(nodes: &[NodeId], scores: &[f64]) -> Option<NodeId> {
 pub fn choose_node(ssn: &Session, task: TaskId, feasible: &[NodeId]) -> Option<NodeId> {
     let req = ssn.state.task(task).resreq();
     let (idle_fit, future_fit): (Vec<NodeId>, Vec<NodeId>) = feasible.iter().partition(|&&n| {
-        req.less_equal(&ssn.state.node(n).idle, crate::model::DimensionDefault::Zero)
+        req.less_equal(
+            &ssn.state.node(n).idle,
+            crate::model::DimensionDefault::Zero,
+        )
     });
     for group in [idle_fit, future_fit] {
         let future_ok: Vec<NodeId> = group
             .into_iter()
             .filter(|&n| {
                 let node = ssn.state.node(n);
-                req.fits_future_idle(&node.idle, &node.releasing, &node.pipelined).is_ok()
+                req.fits_future_idle(&node.idle, &node.releasing, &node.pipelined)
+                    .is_ok()
             })
             .collect();
         match future_ok.len() {

@@ -24,9 +24,42 @@ pub fn action_by_name(name: &str) -> Option<ActionFn> {
 
 /// Runs the configured actions in order (§2.3, §2.6). Returns the wall time of each action
 /// as measured by `clock` (the engine reads no clock itself).
-pub fn run_configured_actions(ssn: &mut Session, clock: &dyn Fn() -> std::time::Duration) -> Vec<(String, std::time::Duration)> {
-    let names = ssn.state.configured_actions.clone();
+///
+/// The actions run inside rayon's pool, so the parallel node searches they start are picked up
+/// by the pool's own threads instead of being handed over from a foreign thread each time (a
+/// hand-over per search costs more than a small search itself).
+pub fn run_configured_actions(
+    ssn: &mut Session,
+    clock: &(dyn Fn() -> std::time::Duration + Sync),
+) -> Vec<(String, std::time::Duration)> {
     let mut timings = Vec::new();
+    match pool() {
+        Some(pool) => pool.install(|| run_actions(ssn, clock, &mut timings)),
+        None => run_actions(ssn, clock, &mut timings),
+    }
+    timings
+}
+
+/// The pool sessions run their parallel work on (size from `RAYON_NUM_THREADS`, else one
+/// thread per core), built once. `None` if no thread could be started: then actions run inline.
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("session-{i}"))
+            .build()
+            .map_err(|e| tracing::error!(error = %e, "no thread pool for sessions; running inline"))
+            .ok()
+    })
+    .as_ref()
+}
+
+fn run_actions(
+    ssn: &mut Session,
+    clock: &(dyn Fn() -> std::time::Duration + Sync),
+    timings: &mut Vec<(String, std::time::Duration)>,
+) {
+    let names = ssn.state.configured_actions.clone();
     for name in names {
         let Some(action) = action_by_name(&name) else {
             tracing::error!(action = %name, "unknown action skipped");
@@ -39,5 +72,4 @@ pub fn run_configured_actions(ssn: &mut Session, clock: &dyn Fn() -> std::time::
         ssn.state.decisions.actions_run.push(name);
     }
     ssn.state.current_action.clear();
-    timings
 }

@@ -8,14 +8,31 @@ use crate::model::job::{JobStatus, phase};
 use crate::model::resource::{DimensionDefault, Resource};
 use crate::model::{JobId, QueueId, TaskId, TaskStatus};
 
-use super::decisions::{Decisions, EventType, ObjectRef, PodConditionUpdate, PodGroupStatusUpdate, Pipeline, QueueAllocation};
+use super::decisions::{
+    Decisions, EventType, ObjectRef, Pipeline, PodConditionUpdate, PodGroupStatusUpdate,
+    QueueAllocation,
+};
 use super::session::Session;
 
 impl Session {
     /// Closes the session and returns everything it decided.
     pub fn close(mut self) -> Decisions {
-        for i in 0..self.instances.len() {
+        for slot in 0..self.slots.len() {
+            let i = self.slots[slot].instance;
+            // A duplicated name has one instance: close it once, at its last occurrence.
+            if self.slots[slot + 1..].iter().any(|s| s.instance == i) {
+                continue;
+            }
+            let start = self.clock.as_ref().map(|c| c());
             self.instances[i].on_session_close(&mut self.state);
+            if let (Some(c), Some(start)) = (&self.clock, start) {
+                let plugin = self.slots[slot].option.name.clone();
+                self.state.decisions.plugin_timings.push(super::decisions::PluginTiming {
+                    plugin,
+                    on_session: "OnSessionClose",
+                    duration: c().saturating_sub(start),
+                });
+            }
         }
         let jobs: Vec<JobId> = self.state.job_ids().collect();
         for job in jobs {
@@ -34,12 +51,22 @@ impl Session {
                 });
             }
         }
-        let metrics = std::mem::take(&mut state.job_metrics);
+        let mut metrics = std::mem::take(&mut state.job_metrics);
+        for (i, j) in state.jobs.iter().enumerate() {
+            let placed = (j.count(TaskStatus::Binding) + j.count(TaskStatus::Pipelined)) as usize;
+            if placed > 0 {
+                metrics.entry(JobId::from_index(i)).or_default().placed = placed;
+            }
+        }
         for (job, mut m) in metrics {
             let j = &state.jobs[job.index()];
+            if j.implicit {
+                continue;
+            }
             m.namespace = j.namespace.clone();
             m.name = j.name.clone();
             m.queue = j.queue_name.clone();
+            m.creation = j.creation;
             state.decisions.job_metrics.insert(j.uid.clone(), m);
         }
         let mut decisions = std::mem::take(&mut state.decisions);
@@ -67,7 +94,11 @@ impl Session {
         let phase = if running > 0 && unschedulable {
             phase::UNKNOWN
         } else if scheduled >= j.min_available {
-            if scheduled == completed { phase::COMPLETED } else { phase::RUNNING }
+            if scheduled == completed {
+                phase::COMPLETED
+            } else {
+                phase::RUNNING
+            }
         } else if j.status.phase != phase::INQUEUE {
             phase::PENDING
         } else {
@@ -93,13 +124,19 @@ impl Session {
         let implicit = self.state.job(job).implicit;
         if changed && !implicit {
             let uid = self.state.job(job).uid.clone();
-            self.state.decisions.pod_group_statuses.push(PodGroupStatusUpdate {
-                pod_group: uid,
-                status: status.clone(),
-            });
+            self.state
+                .decisions
+                .pod_group_statuses
+                .push(PodGroupStatusUpdate {
+                    pod_group: uid,
+                    status: status.clone(),
+                });
         }
 
-        let not_ready_phase = matches!(status.phase.as_str(), phase::UNKNOWN | phase::PENDING | phase::INQUEUE);
+        let not_ready_phase = matches!(
+            status.phase.as_str(),
+            phase::UNKNOWN | phase::PENDING | phase::INQUEUE
+        );
         let job_fit_error = self.state.job_fit_error(job);
         if not_ready_phase {
             let j = self.state.job(job);
@@ -110,11 +147,16 @@ impl Session {
                     j.tasks.len(),
                     job_fit_error
                 );
-                self.state.record_job_event(job, EventType::Warning, "Unschedulable", msg);
+                self.state
+                    .record_job_event(job, EventType::Warning, "Unschedulable", msg);
             }
         } else if changed && !implicit {
-            self.state
-                .record_job_event(job, EventType::Normal, "Scheduled", apis::POD_GROUP_READY.to_string());
+            self.state.record_job_event(
+                job,
+                EventType::Normal,
+                "Scheduled",
+                apis::POD_GROUP_READY.to_string(),
+            );
         }
 
         let candidates: Vec<TaskId> = self
@@ -126,7 +168,10 @@ impl Session {
             .filter(|t| {
                 let t = self.state.task(*t);
                 !t.spec.sch_gated
-                    && matches!(t.status, TaskStatus::Allocated | TaskStatus::Pending | TaskStatus::Pipelined)
+                    && matches!(
+                        t.status,
+                        TaskStatus::Allocated | TaskStatus::Pending | TaskStatus::Pipelined
+                    )
             })
             .collect();
         for task in candidates {
@@ -146,7 +191,13 @@ impl Session {
     }
 
     /// `taskUnschedulable`: write `PodScheduled=False` only when it is new or differs.
-    fn task_unschedulable(&mut self, task: TaskId, reason: String, message: String, nominated: Option<String>) {
+    fn task_unschedulable(
+        &mut self,
+        task: TaskId,
+        reason: String,
+        message: String,
+        nominated: Option<String>,
+    ) {
         let spec = &self.state.task(task).spec;
         let condition_same = spec
             .pod_scheduled_condition()
@@ -170,12 +221,15 @@ impl Session {
             reason: "FailedScheduling".to_string(),
             message: message.clone(),
         });
-        self.state.decisions.pod_conditions.push(PodConditionUpdate {
-            pod,
-            reason,
-            message,
-            nominated_node: nominated,
-        });
+        self.state
+            .decisions
+            .pod_conditions
+            .push(PodConditionUpdate {
+                pod,
+                reason,
+                message,
+                nominated_node: nominated,
+            });
     }
 
     /// `updateQueueStatus` (§2.7.4): allocated per queue, rolled up to parents when a `root`
@@ -197,8 +251,14 @@ impl Session {
                 while hops < state.queues.len() {
                     hops += 1;
                     let parent_name = state.queue(current).spec.parent.as_str();
-                    let parent_name = if parent_name.is_empty() { apis::ROOT_QUEUE } else { parent_name };
-                    let Some(&parent) = state.queue_by_name.get(parent_name) else { break };
+                    let parent_name = if parent_name.is_empty() {
+                        apis::ROOT_QUEUE
+                    } else {
+                        parent_name
+                    };
+                    let Some(&parent) = state.queue_by_name.get(parent_name) else {
+                        break;
+                    };
                     if let Some(sum) = allocated.get_mut(&parent) {
                         sum.add(&job.allocated);
                     }

@@ -118,6 +118,19 @@ pub struct JobMetrics {
     pub retried: bool,
     /// DRF dominant share.
     pub share: Option<f64>,
+    /// PodGroup creation time.
+    pub creation: Option<k8s_openapi::jiff::Timestamp>,
+    /// Tasks this session bound or pipelined.
+    pub placed: usize,
+}
+
+/// How long one plugin hook took (`volcano_plugin_scheduling_latency_milliseconds`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PluginTiming {
+    pub plugin: String,
+    /// `OnSessionOpen` or `OnSessionClose`.
+    pub on_session: &'static str,
+    pub duration: std::time::Duration,
 }
 
 /// Everything a session decided, in decision order.
@@ -142,4 +155,6 @@ pub struct Decisions {
     /// Time spent per action and plugin callbacks is measured by the caller; the engine only
     /// reports what it decided.
     pub actions_run: Vec<String>,
+    /// Plugin hook durations, when the session was given a clock.
+    pub plugin_timings: Vec<PluginTiming>,
 }

@@ -22,7 +22,12 @@ impl Session {
     }
 
     /// Slots of one tier.
-    fn tier_slots(&self, tier: usize, point: EP, gate: Option<Gate>) -> impl Iterator<Item = &PluginSlot> + '_ {
+    fn tier_slots(
+        &self,
+        tier: usize,
+        point: EP,
+        gate: Option<Gate>,
+    ) -> impl Iterator<Item = &PluginSlot> + '_ {
         self.slots_for(point, gate).filter(move |s| s.tier == tier)
     }
 
@@ -76,7 +81,9 @@ impl Session {
         match self.task_order_compare(l, r) {
             Ordering::Less => true,
             Ordering::Greater => false,
-            Ordering::Equal => default_task_less(&self.state.task(l).spec, &self.state.task(r).spec),
+            Ordering::Equal => {
+                default_task_less(&self.state.task(l).spec, &self.state.task(r).spec)
+            }
         }
     }
 
@@ -134,7 +141,9 @@ impl Session {
 
     /// Whether any plugin scores per node (lets callers skip the per-node loop).
     pub fn has_node_order(&self) -> bool {
-        self.slots_for(EP::NODE_ORDER, Some(Gate::NodeOrder)).next().is_some()
+        self.slots_for(EP::NODE_ORDER, Some(Gate::NodeOrder))
+            .next()
+            .is_some()
     }
 
     /// Σ `BatchNodeOrderFn` per node, aligned with `nodes`; any error aborts.
@@ -171,7 +180,8 @@ impl Session {
                 victims = match victims {
                     None => Some(cands),
                     Some(v) => {
-                        let inter: Vec<TaskId> = v.into_iter().filter(|t| cands.contains(t)).collect();
+                        let inter: Vec<TaskId> =
+                            v.into_iter().filter(|t| cands.contains(t)).collect();
                         // An empty intersection is "not decided" (§3.3.4 quirk).
                         (!inter.is_empty()).then_some(inter)
                     }
@@ -250,7 +260,12 @@ impl Session {
             .all(|s| self.instances[s.instance].job_ready(&self.state, job))
     }
 
-    fn tiered_vote(&self, point: EP, gate: Gate, vote: impl Fn(&dyn super::plugin::Plugin) -> i32) -> bool {
+    fn tiered_vote(
+        &self,
+        point: EP,
+        gate: Gate,
+        vote: impl Fn(&dyn super::plugin::Plugin) -> i32,
+    ) -> bool {
         for tier in 0..self.tier_count {
             let mut permitted = false;
             for s in self.tier_slots(tier, point, Some(gate)) {
@@ -271,12 +286,16 @@ impl Session {
 
     /// `JobPipelined`: tier-aware vote (§3.3.5).
     pub fn job_pipelined(&self, job: JobId) -> bool {
-        self.tiered_vote(EP::JOB_PIPELINED, Gate::JobPipelined, |p| p.job_pipelined(&self.state, job))
+        self.tiered_vote(EP::JOB_PIPELINED, Gate::JobPipelined, |p| {
+            p.job_pipelined(&self.state, job)
+        })
     }
 
     /// `JobEnqueueable`: tier-aware vote.
     pub fn job_enqueueable(&self, job: JobId) -> bool {
-        self.tiered_vote(EP::JOB_ENQUEUEABLE, Gate::JobEnqueued, |p| p.job_enqueueable(&self.state, job))
+        self.tiered_vote(EP::JOB_ENQUEUEABLE, Gate::JobEnqueued, |p| {
+            p.job_enqueueable(&self.state, job)
+        })
     }
 
     /// `JobEnqueued`: every enabled registrant, for its side effects.

@@ -12,8 +12,10 @@ pub mod statement;
 pub use decisions::{Decisions, Event, EventType, JobMetrics, ObjectRef, QueueMetrics};
 pub use dispatch::default_task_less;
 pub use heap::PriorityQueue;
-pub use plugin::{ABSTAIN, ExtensionPoints, PERMIT, Plugin, PluginBuilder, PluginRegistry, REJECT, ValidateResult};
-pub use session::{Session, SessionOptions, SessionState};
+pub use plugin::{
+    ABSTAIN, ExtensionPoints, PERMIT, Plugin, PluginBuilder, PluginRegistry, REJECT, ValidateResult,
+};
+pub use session::{Clock, Session, SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};
 
 #[cfg(test)]

@@ -93,7 +93,13 @@ pub trait Plugin: Send + Sync {
         Ordering::Equal
     }
     /// `Less` means `l` gives up resources first.
-    fn victim_queue_order(&self, _ssn: &SessionState, _l: QueueId, _r: QueueId, _preemptor: QueueId) -> Ordering {
+    fn victim_queue_order(
+        &self,
+        _ssn: &SessionState,
+        _l: QueueId,
+        _r: QueueId,
+        _preemptor: QueueId,
+    ) -> Ordering {
         Ordering::Equal
     }
 
@@ -110,16 +116,31 @@ pub trait Plugin: Send + Sync {
         Ok(0.0)
     }
     /// Scores for all candidate nodes at once, aligned with `nodes`.
-    fn batch_node_order(&self, _ssn: &SessionState, _task: TaskId, _nodes: &[NodeId]) -> Result<Vec<f64>, String> {
+    fn batch_node_order(
+        &self,
+        _ssn: &SessionState,
+        _task: TaskId,
+        _nodes: &[NodeId],
+    ) -> Result<Vec<f64>, String> {
         Ok(Vec::new())
     }
 
     /// Victim filter for preemption: `(victims, vote)`; vote 0 = abstain.
-    fn preemptable(&self, _ssn: &SessionState, _preemptor: TaskId, _candidates: &[TaskId]) -> (Vec<TaskId>, i32) {
+    fn preemptable(
+        &self,
+        _ssn: &SessionState,
+        _preemptor: TaskId,
+        _candidates: &[TaskId],
+    ) -> (Vec<TaskId>, i32) {
         (Vec::new(), ABSTAIN)
     }
     /// Victim filter for reclaim: `(victims, vote)`; vote 0 = abstain.
-    fn reclaimable(&self, _ssn: &SessionState, _reclaimer: TaskId, _candidates: &[TaskId]) -> (Vec<TaskId>, i32) {
+    fn reclaimable(
+        &self,
+        _ssn: &SessionState,
+        _reclaimer: TaskId,
+        _candidates: &[TaskId],
+    ) -> (Vec<TaskId>, i32) {
         (Vec::new(), ABSTAIN)
     }
     fn victim_tasks(&self, _ssn: &SessionState, _tasks: &[TaskId]) -> Vec<TaskId> {
@@ -182,7 +203,10 @@ impl PluginRegistry {
     }
 
     pub fn get(&self, name: &str) -> Option<PluginBuilder> {
-        self.builders.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+        self.builders
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| *b)
     }
 
     pub fn names(&self) -> Vec<&'static str> {

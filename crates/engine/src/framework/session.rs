@@ -114,7 +114,11 @@ impl SessionState {
     }
 
     /// Tasks of a job in the given status.
-    pub fn job_tasks_in(&self, job: JobId, status: TaskStatus) -> impl Iterator<Item = TaskId> + '_ {
+    pub fn job_tasks_in(
+        &self,
+        job: JobId,
+        status: TaskStatus,
+    ) -> impl Iterator<Item = TaskId> + '_ {
         self.jobs[job.index()]
             .tasks
             .iter()
@@ -129,7 +133,9 @@ impl SessionState {
             Some(ctx) => (ctx.status, ctx.node, ctx.eviction_occurred),
             None => (t.status, t.node, t.eviction_occurred),
         };
-        let node_name = node.map(|n| self.nodes[n.index()].name().to_string()).unwrap_or_default();
+        let node_name = node
+            .map(|n| self.nodes[n.index()].name().to_string())
+            .unwrap_or_default();
         let job = t.job.map(|j| &self.jobs[j.index()]);
         match status {
             TaskStatus::Allocated => (
@@ -174,7 +180,13 @@ impl SessionState {
     }
 
     /// Records an event on a PodGroup (or, for a standalone pod's implicit job, on the pod).
-    pub fn record_job_event(&mut self, job: JobId, type_: super::decisions::EventType, reason: &str, message: String) {
+    pub fn record_job_event(
+        &mut self,
+        job: JobId,
+        type_: super::decisions::EventType,
+        reason: &str,
+        message: String,
+    ) {
         let j = &self.jobs[job.index()];
         let object = if j.implicit {
             let t = &self.tasks[j.tasks[0].index()];
@@ -212,9 +224,13 @@ pub(crate) struct PluginSlot {
     pub instance: usize,
 }
 
+/// A clock the caller may hand to a session to time plugin hooks (the engine reads none itself).
+pub type Clock = std::sync::Arc<dyn Fn() -> std::time::Duration + Send + Sync>;
+
 /// A session: the state plus the plugins.
 pub struct Session {
     pub state: SessionState,
+    pub(crate) clock: Option<Clock>,
     pub(crate) instances: Vec<Box<dyn Plugin>>,
     pub(crate) points: Vec<ExtensionPoints>,
     pub(crate) slots: Vec<PluginSlot>,
@@ -232,8 +248,23 @@ impl Session {
         now: Timestamp,
         uid: String,
     ) -> Session {
+        Self::open_timed(snapshot, conf, registry, options, now, uid, None)
+    }
+
+    /// [`Session::open`] with a clock: each plugin's open and close hook is timed and reported
+    /// in [`Decisions::plugin_timings`].
+    pub fn open_timed(
+        snapshot: &Snapshot,
+        conf: Arc<SchedulerConf>,
+        registry: &PluginRegistry,
+        options: SessionOptions,
+        now: Timestamp,
+        uid: String,
+        clock: Option<Clock>,
+    ) -> Session {
         let state = build_state(snapshot, conf.clone(), options, now, uid);
         let mut session = Session {
+            clock,
             state,
             instances: Vec::new(),
             points: Vec::new(),
@@ -248,7 +279,15 @@ impl Session {
                     continue;
                 };
                 let mut plugin = builder(&option.arguments);
+                let start = session.clock.as_ref().map(|c| c());
                 plugin.on_session_open(&mut session.state);
+                if let (Some(c), Some(start)) = (&session.clock, start) {
+                    session.state.decisions.plugin_timings.push(super::decisions::PluginTiming {
+                        plugin: option.name.clone(),
+                        on_session: "OnSessionOpen",
+                        duration: c().saturating_sub(start),
+                    });
+                }
                 let idx = session.instances.len();
                 session.points.push(plugin.extension_points());
                 session.instances.push(plugin);
@@ -315,7 +354,10 @@ fn build_state(
         let mut job = JobInfo::new(
             key.clone(),
             pg.metadata.name.clone().unwrap_or_default(),
-            pg.metadata.namespace.clone().unwrap_or_else(|| "default".to_string()),
+            pg.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
             queue_name,
             pg.spec.min_member,
         );
@@ -334,14 +376,23 @@ fn build_state(
             .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)))
             .map(|v| crate::model::task::parse_go_bool(v).unwrap_or(false))
             .unwrap_or(false);
-        job.revocable_zone = match annotations.get(apis::keys::REVOCABLE_ZONE).map(String::as_str) {
+        job.revocable_zone = match annotations
+            .get(apis::keys::REVOCABLE_ZONE)
+            .map(String::as_str)
+        {
             Some("*") => "*".to_string(),
             Some(_) => String::new(),
-            None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => "*".to_string(),
+            None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => {
+                "*".to_string()
+            }
             None => String::new(),
         };
         job.annotations = Arc::new(annotations);
-        let status = pg.status.as_ref().map(job_status_from_api).unwrap_or_default();
+        let status = pg
+            .status
+            .as_ref()
+            .map(job_status_from_api)
+            .unwrap_or_default();
         job.baseline = Some(status.clone());
         job.status = status;
         job_by_uid.insert(key.clone(), JobId::from_index(jobs.len()));
@@ -358,7 +409,8 @@ fn build_state(
                     let id = JobId::from_index(jobs.len());
                     let name = format!("podgroup-{}", spec.uid);
                     let uid = format!("{}/{name}", spec.namespace);
-                    let mut job = JobInfo::new(uid.clone(), name, spec.namespace.clone(), queue.clone(), 1);
+                    let mut job =
+                        JobInfo::new(uid.clone(), name, spec.namespace.clone(), queue.clone(), 1);
                     job.implicit = true;
                     job.queue = Some(qid);
                     let class = spec
@@ -453,7 +505,9 @@ pub fn job_status_to_api(s: &JobStatus) -> apis::PodGroupStatus {
                 type_: c.type_.clone(),
                 status: c.status.clone(),
                 transition_id: c.transition_id.clone(),
-                last_transition_time: c.last_transition_time.map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
+                last_transition_time: c
+                    .last_transition_time
+                    .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
                 reason: c.reason.clone(),
                 message: c.message.clone(),
             })

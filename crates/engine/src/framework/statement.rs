@@ -96,9 +96,18 @@ impl Session {
     }
 
     /// `Statement.Pipeline`: reserve `node` for the task while its resources are released.
-    pub fn pipeline(&mut self, stmt: &mut Statement, task: TaskId, node: NodeId, eviction_occurred: bool) -> Result<(), String> {
+    pub fn pipeline(
+        &mut self,
+        stmt: &mut Statement,
+        task: TaskId,
+        node: NodeId,
+        eviction_occurred: bool,
+    ) -> Result<(), String> {
         if self.state.tasks[task.index()].job.is_none() {
-            return Err(format!("task {} has no job", self.state.tasks[task.index()].key()));
+            return Err(format!(
+                "task {} has no job",
+                self.state.tasks[task.index()].key()
+            ));
         }
         self.set_task_status(task, TaskStatus::Pipelined);
         {
@@ -125,7 +134,12 @@ impl Session {
     }
 
     /// `Statement.Allocate`: place the task on `node` (bound at commit).
-    pub fn allocate(&mut self, stmt: &mut Statement, task: TaskId, node: NodeId) -> Result<(), String> {
+    pub fn allocate(
+        &mut self,
+        stmt: &mut Statement,
+        task: TaskId,
+        node: NodeId,
+    ) -> Result<(), String> {
         self.allocate_in_session(task, node)?;
         stmt.ops.push(Operation {
             kind: OpKind::Allocate,
@@ -137,7 +151,10 @@ impl Session {
 
     fn allocate_in_session(&mut self, task: TaskId, node: NodeId) -> Result<(), String> {
         if self.state.tasks[task.index()].job.is_none() {
-            return Err(format!("task {} has no job", self.state.tasks[task.index()].key()));
+            return Err(format!(
+                "task {} has no job",
+                self.state.tasks[task.index()].key()
+            ));
         }
         self.set_task_status(task, TaskStatus::Allocated);
         self.state.tasks[task.index()].node = Some(node);
@@ -245,7 +262,10 @@ impl Session {
             return Ok(());
         };
         if self.job_ready(job) {
-            let allocated: Vec<TaskId> = self.state.job_tasks_in(job, TaskStatus::Allocated).collect();
+            let allocated: Vec<TaskId> = self
+                .state
+                .job_tasks_in(job, TaskStatus::Allocated)
+                .collect();
             for t in allocated {
                 self.state.tasks[t.index()].last_transaction = None;
                 self.dispatch(t);

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::conf::{ArgValue, Arguments, KnownNames, parse};
-use crate::framework::{ExtensionPoints as EP, Plugin, PluginRegistry, Session, SessionOptions, SessionState, Statement};
+use crate::framework::{
+    ExtensionPoints as EP, Plugin, PluginRegistry, Session, SessionOptions, SessionState, Statement,
+};
 use crate::model::{JobId, NodeId, TaskId, TaskStatus};
 use crate::state::{ClusterState, StateOptions};
 
@@ -27,7 +29,13 @@ fn fake(args: &Arguments) -> Box<dyn Plugin> {
     let victims = match args.get("victims") {
         Some(ArgValue::Str(s)) => {
             points = points | EP::PREEMPTABLE;
-            Some(s.split(',').filter(|x| !x.is_empty()).filter_map(|x| x.parse().ok()).map(TaskId).collect())
+            Some(
+                s.split(',')
+                    .filter(|x| !x.is_empty())
+                    .filter_map(|x| x.parse().ok())
+                    .map(TaskId)
+                    .collect(),
+            )
         }
         _ => None,
     };
@@ -87,7 +95,10 @@ fn registry() -> PluginRegistry {
 
 fn cluster() -> ClusterState {
     let mut s = ClusterState::new(StateOptions::default());
-    s.upsert_queue(serde_json::from_value(json!({"metadata": {"name": "default"}, "spec": {"weight": 1}})).expect("queue"));
+    s.upsert_queue(
+        serde_json::from_value(json!({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
+            .expect("queue"),
+    );
     s.upsert_node(
         serde_json::from_value(json!({
             "metadata": {"name": "n1"},
@@ -149,13 +160,20 @@ fn empty_intersection_reseeds_from_next_plugin() {
         "{name: b, arguments: {victims: \"1\"}}",
         "{name: c, arguments: {victims: \"2\"}}",
     ]]));
-    assert_eq!(ssn.preemptable(TaskId(2), &[TaskId(0), TaskId(1)]), vec![TaskId(2)]);
+    assert_eq!(
+        ssn.preemptable(TaskId(2), &[TaskId(0), TaskId(1)]),
+        vec![TaskId(2)]
+    );
 }
 
 #[test]
 fn empty_answer_abandons_the_tier_only() {
     let ssn = open(&tiers(&[
-        &["{name: a, arguments: {victims: \"0,1\"}}", "{name: b, arguments: {victims: \"\"}}", "{name: c, arguments: {victims: \"1\"}}"],
+        &[
+            "{name: a, arguments: {victims: \"0,1\"}}",
+            "{name: b, arguments: {victims: \"\"}}",
+            "{name: c, arguments: {victims: \"1\"}}",
+        ],
         &["{name: d, arguments: {victims: \"2\"}}"],
     ]));
     assert_eq!(ssn.preemptable(TaskId(0), &[]), vec![TaskId(2)]);
@@ -164,7 +182,10 @@ fn empty_answer_abandons_the_tier_only() {
 #[test]
 fn intersection_keeps_first_order_and_first_deciding_tier_wins() {
     let ssn = open(&tiers(&[
-        &["{name: a, arguments: {victims: \"2,1,0\"}}", "{name: b, arguments: {victims: \"0,1\"}}"],
+        &[
+            "{name: a, arguments: {victims: \"2,1,0\"}}",
+            "{name: b, arguments: {victims: \"0,1\"}}",
+        ],
         &["{name: c, arguments: {victims: \"2\"}}"],
     ]));
     assert_eq!(ssn.preemptable(TaskId(0), &[]), vec![TaskId(1), TaskId(0)]);
@@ -172,23 +193,38 @@ fn intersection_keeps_first_order_and_first_deciding_tier_wins() {
 
 #[test]
 fn no_participant_means_no_victims_and_gate_excludes_plugin() {
-    let ssn = open(&tiers(&[&["{name: a, enablePreemptable: false, arguments: {victims: \"0\"}}", "{name: b}"]]));
+    let ssn = open(&tiers(&[&[
+        "{name: a, enablePreemptable: false, arguments: {victims: \"0\"}}",
+        "{name: b}",
+    ]]));
     assert!(ssn.preemptable(TaskId(0), &[]).is_empty());
 }
 
 #[test]
 fn pipelined_vote_is_tier_aware() {
     // A reject in the deciding tier rejects.
-    let ssn = open(&tiers(&[&["{name: a, arguments: {vote: 1}}", "{name: b, arguments: {vote: -1}}"]]));
+    let ssn = open(&tiers(&[&[
+        "{name: a, arguments: {vote: 1}}",
+        "{name: b, arguments: {vote: -1}}",
+    ]]));
     assert!(!ssn.job_pipelined(JobId(0)));
     // A permit in tier 1 decides; tier 2's reject is never consulted.
-    let ssn = open(&tiers(&[&["{name: a, arguments: {vote: 1}}"], &["{name: b, arguments: {vote: -1}}"]]));
+    let ssn = open(&tiers(&[
+        &["{name: a, arguments: {vote: 1}}"],
+        &["{name: b, arguments: {vote: -1}}"],
+    ]));
     assert!(ssn.job_pipelined(JobId(0)));
     // Abstentions only: permitted.
-    let ssn = open(&tiers(&[&["{name: a, arguments: {vote: 0}}"], &["{name: b}"]]));
+    let ssn = open(&tiers(&[
+        &["{name: a, arguments: {vote: 0}}"],
+        &["{name: b}"],
+    ]));
     assert!(ssn.job_pipelined(JobId(0)));
     // Tier 1 abstains, tier 2 rejects.
-    let ssn = open(&tiers(&[&["{name: a, arguments: {vote: 0}}"], &["{name: b, arguments: {vote: -1}}"]]));
+    let ssn = open(&tiers(&[
+        &["{name: a, arguments: {vote: 0}}"],
+        &["{name: b, arguments: {vote: -1}}"],
+    ]));
     assert!(!ssn.job_pipelined(JobId(0)));
 }
 
@@ -196,20 +232,34 @@ fn pipelined_vote_is_tier_aware() {
 fn starving_without_registrant_is_false_and_first_tier_decides() {
     let ssn = open(&tiers(&[&["{name: a}"]]));
     assert!(!ssn.job_starving(JobId(0)));
-    let ssn = open(&tiers(&[&["{name: a, arguments: {starving: true}}"], &["{name: b, arguments: {starving: false}}"]]));
+    let ssn = open(&tiers(&[
+        &["{name: a, arguments: {starving: true}}"],
+        &["{name: b, arguments: {starving: false}}"],
+    ]));
     assert!(ssn.job_starving(JobId(0)));
-    let ssn = open(&tiers(&[&["{name: a, arguments: {starving: true}}", "{name: b, arguments: {starving: false}}"]]));
+    let ssn = open(&tiers(&[&[
+        "{name: a, arguments: {starving: true}}",
+        "{name: b, arguments: {starving: false}}",
+    ]]));
     assert!(!ssn.job_starving(JobId(0)));
 }
 
 #[test]
 fn job_order_uses_plugins_then_creation_then_uid() {
     let ssn = open(&tiers(&[&["{name: a}"]]));
-    assert!(ssn.job_order(JobId(0), JobId(1)), "ns/pg-a before ns/pg-b by uid");
+    assert!(
+        ssn.job_order(JobId(0), JobId(1)),
+        "ns/pg-a before ns/pg-b by uid"
+    );
     let ssn = open(&tiers(&[&["{name: a, arguments: {reverse: true}}"]]));
     assert!(ssn.job_order(JobId(1), JobId(0)));
-    let ssn = open(&tiers(&[&["{name: a, enableJobOrder: false, arguments: {reverse: true}}"]]));
-    assert!(ssn.job_order(JobId(0), JobId(1)), "gate off: fallback order");
+    let ssn = open(&tiers(&[&[
+        "{name: a, enableJobOrder: false, arguments: {reverse: true}}",
+    ]]));
+    assert!(
+        ssn.job_order(JobId(0), JobId(1)),
+        "gate off: fallback order"
+    );
 }
 
 #[test]
@@ -218,7 +268,8 @@ fn statement_discard_restores_and_remembers_commit_binds() {
     let n = NodeId(0);
     let mut stmt = Statement::new();
     ssn.allocate(&mut stmt, TaskId(0), n).expect("allocate");
-    ssn.pipeline(&mut stmt, TaskId(1), n, false).expect("pipeline");
+    ssn.pipeline(&mut stmt, TaskId(1), n, false)
+        .expect("pipeline");
     assert_eq!(ssn.state.node(n).idle.milli_cpu, 3000.0);
     assert_eq!(ssn.state.node(n).pipelined.milli_cpu, 1000.0);
     assert_eq!(ssn.state.job(JobId(0)).ready_task_num(), 1);
@@ -228,11 +279,17 @@ fn statement_discard_restores_and_remembers_commit_binds() {
     assert_eq!(ssn.state.node(n).pipelined.milli_cpu, 0.0);
     let t0 = ssn.state.task(TaskId(0));
     assert_eq!(t0.status, TaskStatus::Pending);
-    assert_eq!(t0.last_transaction.as_ref().map(|c| c.status), Some(TaskStatus::Allocated));
+    assert_eq!(
+        t0.last_transaction.as_ref().map(|c| c.status),
+        Some(TaskStatus::Allocated)
+    );
     assert_eq!(ssn.state.job(JobId(0)).ready_task_num(), 0);
     let (reason, msg, _) = ssn.state.task_scheduling_reason(TaskId(0));
     assert_eq!(reason, "Schedulable");
-    assert_eq!(msg, "Pod ns/p0 can possibly be assigned to n1, once minAvailable is satisfied");
+    assert_eq!(
+        msg,
+        "Pod ns/p0 can possibly be assigned to n1, once minAvailable is satisfied"
+    );
 
     let mut stmt = Statement::new();
     ssn.allocate(&mut stmt, TaskId(2), n).expect("allocate");
@@ -294,7 +351,11 @@ fn close_writes_pod_group_status_once_and_pod_conditions_only_when_changed() {
     let d = ssn.close();
     // Both PodGroups had no status: phase Pending is written.
     assert_eq!(d.pod_group_statuses.len(), 2);
-    assert!(d.pod_group_statuses.iter().all(|u| u.status.phase == "Pending"));
+    assert!(
+        d.pod_group_statuses
+            .iter()
+            .all(|u| u.status.phase == "Pending")
+    );
     // Pending tasks get PodScheduled=False with the job-level reason.
     assert_eq!(d.pod_conditions.len(), 3);
     assert!(d.pod_conditions.iter().all(|c| c.reason == "Unschedulable"));
@@ -304,6 +365,9 @@ fn close_writes_pod_group_status_once_and_pod_conditions_only_when_changed() {
 fn duplicate_plugin_names_answer_at_each_occurrence() {
     // Two occurrences of `a` in one tier with different victims: the last instance answers both
     // times, so the intersection is its own list.
-    let ssn = open(&tiers(&[&["{name: a, arguments: {victims: \"0\"}}", "{name: a, arguments: {victims: \"1\"}}"]]));
+    let ssn = open(&tiers(&[&[
+        "{name: a, arguments: {victims: \"0\"}}",
+        "{name: a, arguments: {victims: \"1\"}}",
+    ]]));
     assert_eq!(ssn.preemptable(TaskId(0), &[]), vec![TaskId(1)]);
 }

@@ -177,8 +177,12 @@ mod tests {
 
     #[test]
     fn message_only() {
-        let fe = FitErrors::with_message("Task t with role spec r has already predicated failed, skip");
-        assert_eq!(fe.to_string(), "Task t with role spec r has already predicated failed, skip");
+        let fe =
+            FitErrors::with_message("Task t with role spec r has already predicated failed, skip");
+        assert_eq!(
+            fe.to_string(),
+            "Task t with role spec r has already predicated failed, skip"
+        );
     }
 
     #[test]

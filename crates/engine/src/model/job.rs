@@ -58,7 +58,10 @@ impl JobStatus {
             return true;
         }
         self.conditions.iter().zip(&old.conditions).any(|(a, b)| {
-            a.type_ != b.type_ || a.status != b.status || a.reason != b.reason || a.message != b.message
+            a.type_ != b.type_
+                || a.status != b.status
+                || a.reason != b.reason
+                || a.message != b.message
         })
     }
 
@@ -109,7 +112,13 @@ pub struct JobInfo {
 
 impl JobInfo {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(uid: String, name: String, namespace: String, queue_name: String, min_available: i32) -> Self {
+    pub fn new(
+        uid: String,
+        name: String,
+        namespace: String,
+        queue_name: String,
+        min_available: i32,
+    ) -> Self {
         JobInfo {
             uid,
             name,
@@ -181,8 +190,11 @@ impl JobInfo {
 
     pub fn ready_task_num(&self) -> i32 {
         use TaskStatus::*;
-        (self.count(Bound) + self.count(Binding) + self.count(Running) + self.count(Allocated) + self.count(Succeeded))
-            as i32
+        (self.count(Bound)
+            + self.count(Binding)
+            + self.count(Running)
+            + self.count(Allocated)
+            + self.count(Succeeded)) as i32
     }
 
     pub fn waiting_task_num(&self) -> i32 {
@@ -206,12 +218,14 @@ impl JobInfo {
 
     pub fn allocated_task_num(&self) -> i32 {
         use TaskStatus::*;
-        (self.count(Bound) + self.count(Binding) + self.count(Running) + self.count(Allocated)) as i32
+        (self.count(Bound) + self.count(Binding) + self.count(Running) + self.count(Allocated))
+            as i32
     }
 
     pub fn scheduled_task_num(&self) -> i32 {
         use TaskStatus::*;
-        (self.count(Running) + self.count(Bound) + self.count(Failed) + self.count(Succeeded)) as i32
+        (self.count(Running) + self.count(Bound) + self.count(Failed) + self.count(Succeeded))
+            as i32
     }
 
     pub fn is_ready(&self) -> bool {
@@ -219,7 +233,8 @@ impl JobInfo {
     }
 
     pub fn is_pipelined(&self) -> bool {
-        self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+        self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
+            >= self.min_available
     }
 
     pub fn is_starving(&self) -> bool {
@@ -236,7 +251,11 @@ impl JobInfo {
     }
 
     /// Per-role counts of tasks accepted by `include`.
-    fn role_counts<'a>(&self, tasks: &'a [TaskInfo], include: impl Fn(&TaskInfo) -> bool) -> BTreeMap<&'a str, i32> {
+    fn role_counts<'a>(
+        &self,
+        tasks: &'a [TaskInfo],
+        include: impl Fn(&TaskInfo) -> bool,
+    ) -> BTreeMap<&'a str, i32> {
         let mut counts = BTreeMap::new();
         for &id in &self.tasks {
             let t = &tasks[id.index()];
@@ -259,7 +278,10 @@ impl JobInfo {
         }
         let counts = self.role_counts(tasks, |t| {
             t.status.is_allocated()
-                || matches!(t.status, TaskStatus::Succeeded | TaskStatus::Pipelined | TaskStatus::Pending)
+                || matches!(
+                    t.status,
+                    TaskStatus::Succeeded | TaskStatus::Pipelined | TaskStatus::Pending
+                )
         });
         self.task_min_available
             .iter()
@@ -289,7 +311,9 @@ impl JobInfo {
         if self.role_checks_disabled() {
             return true;
         }
-        let counts = self.role_counts(tasks, |t| Self::ready_like(t) || t.status == TaskStatus::Pipelined);
+        let counts = self.role_counts(tasks, |t| {
+            Self::ready_like(t) || t.status == TaskStatus::Pipelined
+        });
         self.task_min_available
             .iter()
             .all(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) >= *min)
@@ -301,7 +325,8 @@ impl JobInfo {
             return true;
         }
         let counts = self.role_counts(tasks, |t| {
-            t.status.is_allocated() || matches!(t.status, TaskStatus::Succeeded | TaskStatus::Pipelined)
+            t.status.is_allocated()
+                || matches!(t.status, TaskStatus::Succeeded | TaskStatus::Pipelined)
         });
         self.task_min_available
             .iter()
@@ -335,7 +360,9 @@ impl JobInfo {
                 .tasks
                 .iter()
                 .map(|id| &tasks[id.index()])
-                .filter(|t| t.status == TaskStatus::Pending && !failed_roles.contains(t.spec.role.as_str()))
+                .filter(|t| {
+                    t.status == TaskStatus::Pending && !failed_roles.contains(t.spec.role.as_str())
+                })
                 .count() as i32;
             return self.ready_task_num() + left >= self.min_available;
         }
@@ -349,8 +376,73 @@ impl JobInfo {
         true
     }
 
+    /// `util.GetInqueueResource` (spec/plugins-core.md §0.7): what the job's `minResources`
+    /// still reserves beyond what it holds. cpu, memory and `pods` keep only a positive
+    /// remainder; another scalar keeps its full minimum while the job holds none of it. Names
+    /// that are not scalar resources (`count/…`, `ephemeral-storage`) reserve nothing.
+    pub fn inqueue_resource(&self) -> Resource {
+        use super::resource::{ResourceName, is_count_quota, is_scalar_resource_name};
+        let mut inqueue = Resource::empty();
+        let Some(min) = &self.min_resources else { return inqueue };
+        let allocated = &self.allocated;
+        if min.milli_cpu - allocated.milli_cpu > 0.0 {
+            inqueue.milli_cpu = min.milli_cpu - allocated.milli_cpu;
+        }
+        if min.memory - allocated.memory > 0.0 {
+            inqueue.memory = min.memory - allocated.memory;
+        }
+        for (name, wanted) in min.scalars.iter() {
+            if name == ResourceName::PODS {
+                let rest = wanted - allocated.scalar(name);
+                if rest > 0.0 {
+                    inqueue.set_scalar(name, rest);
+                }
+                continue;
+            }
+            if is_count_quota(name.as_str()) || !is_scalar_resource_name(name.as_str()) {
+                continue;
+            }
+            match allocated.scalars.get(name) {
+                None => inqueue.set_scalar(name, wanted),
+                Some(held) if wanted - held > 0.0 => inqueue.set_scalar(name, wanted - held),
+                Some(_) => {}
+            }
+        }
+        inqueue
+    }
+
+    /// `DeductSchGatedResources` (spec/framework.md §5.5.8): `res` minus the requests of the
+    /// job's scheduling-gated tasks (tasks held only by Volcano's queue-allocation gate still
+    /// count), each dimension floored at 0; scalars `res` lacks are ignored.
+    pub fn deduct_sch_gated_resources(&self, tasks: &[TaskInfo], res: &Resource) -> Resource {
+        let mut gated = Resource::empty();
+        for &t in &self.tasks {
+            let spec = &tasks[t.index()].spec;
+            if spec.sch_gated && !spec.only_volcano_gate {
+                gated.add(&spec.resreq);
+            }
+        }
+        // Most jobs have no gated pods; a gated request of only `pods` also counts as none.
+        if gated.is_empty() {
+            return res.clone();
+        }
+        let mut result = res.clone();
+        result.milli_cpu = (res.milli_cpu - gated.milli_cpu).max(0.0);
+        result.memory = (res.memory - gated.memory).max(0.0);
+        for (name, v) in res.scalars.iter() {
+            if let Some(g) = gated.scalars.get(name) {
+                result.set_scalar(name, (v - g).max(0.0));
+            }
+        }
+        result
+    }
+
     /// `JobInfo.FitError()` (§5.5.6): the job-level text used in events and conditions.
-    pub fn fit_error(&self, tasks: &[TaskInfo], pending_reasons: &BTreeMap<String, usize>) -> String {
+    pub fn fit_error(
+        &self,
+        tasks: &[TaskInfo],
+        pending_reasons: &BTreeMap<String, usize>,
+    ) -> String {
         let mut histogram: BTreeMap<&str, u32> = BTreeMap::new();
         for status in TaskStatus::ALL {
             let n = self.count(status);
@@ -368,7 +460,10 @@ impl JobInfo {
         };
         let mut msg = format!("{head}, {}", parts.join(", "));
         if !pending_reasons.is_empty() {
-            let mut reasons: Vec<String> = pending_reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            let mut reasons: Vec<String> = pending_reasons
+                .iter()
+                .map(|(r, n)| format!("{n} {r}"))
+                .collect();
             reasons.sort();
             msg.push_str("; Pending: ");
             msg.push_str(&reasons.join(", "));
@@ -383,8 +478,52 @@ impl JobInfo {
             .next()
         {
             // Volcano takes the first task in map order; we take the first in job order.
-            msg.push_str(&format!(". Origin reason is {}: {fe}", tasks[id.index()].spec.name));
+            msg.push_str(&format!(
+                ". Origin reason is {}: {fe}",
+                tasks[id.index()].spec.name
+            ));
         }
         msg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ResourceName;
+
+    #[test]
+    fn inqueue_resource_rules() {
+        let min = Resource::from_pairs(
+            3_000.0,
+            100.0,
+            &[
+                ("pods", 3.0),
+                ("nvidia.com/gpu", 2_000.0),
+                ("example.com/fpga", 1_000.0),
+                ("ephemeral-storage", 5.0),
+            ],
+        );
+        let allocated =
+            Resource::from_pairs(1_000.0, 200.0, &[("pods", 1.0), ("nvidia.com/gpu", 500.0)]);
+        let mut job = JobInfo::new("ns/j".into(), "j".into(), "ns".into(), "q".into(), 1);
+        job.min_resources = Some(min);
+        job.allocated = allocated;
+        let r = job.inqueue_resource();
+        assert_eq!(r.milli_cpu, 2_000.0);
+        assert_eq!(r.memory, 0.0, "only positive remainders are reserved");
+        assert_eq!(r.scalar(ResourceName::PODS), 2.0);
+        assert_eq!(r.scalar(ResourceName::new("nvidia.com/gpu")), 1_500.0);
+        // Not held at all: the full minimum.
+        assert_eq!(r.scalar(ResourceName::new("example.com/fpga")), 1_000.0);
+        // Not a scalar resource name: never reserved.
+        assert_eq!(r.scalars.get(ResourceName::new("ephemeral-storage")), None);
+    }
+
+
+    #[test]
+    fn no_minimum_reserves_nothing() {
+        let job = JobInfo::new("ns/j".into(), "j".into(), "ns".into(), "q".into(), 1);
+        assert!(job.inqueue_resource().is_empty());
     }
 }

@@ -117,7 +117,11 @@ impl NodeInfo {
     /// fit `Idle`" rule belongs to its cache's bind path; here the daemon's state does that.)
     pub fn add_task(&mut self, id: TaskId, task: &TaskInfo) -> Result<(), String> {
         if self.tasks.iter().any(|(t, _)| *t == id) {
-            return Err(format!("task {} is already on node {}", task.key(), self.name()));
+            return Err(format!(
+                "task {} is already on node {}",
+                task.key(),
+                self.name()
+            ));
         }
         let req = task.resreq();
         match task.status {
@@ -192,7 +196,11 @@ mod tests {
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
         }))
         .expect("pod");
-        let mut t = TaskInfo::new(Arc::new(TaskSpec::from_pod(Arc::new(p), true, "default")), None, None);
+        let mut t = TaskInfo::new(
+            Arc::new(TaskSpec::from_pod(Arc::new(p), true, "default")),
+            None,
+            None,
+        );
         t.status = status;
         t
     }

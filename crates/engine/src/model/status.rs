@@ -140,7 +140,11 @@ mod tests {
             ("Weird", false, "", TaskStatus::Unknown),
         ];
         for (phase, deleting, node, want) in cases {
-            assert_eq!(TaskStatus::from_pod(&pod(phase, deleting, node)), want, "{phase} {deleting} {node}");
+            assert_eq!(
+                TaskStatus::from_pod(&pod(phase, deleting, node)),
+                want,
+                "{phase} {deleting} {node}"
+            );
         }
     }
 

@@ -67,7 +67,10 @@ impl TaskSpec {
     /// `default_queue` is the queue for standalone pods without a queue annotation.
     pub fn from_pod(pod: Arc<Pod>, ours: bool, default_queue: &str) -> TaskSpec {
         let meta = &pod.metadata;
-        let namespace = meta.namespace.clone().unwrap_or_else(|| "default".to_string());
+        let namespace = meta
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
         let name = meta.name.clone().unwrap_or_default();
         let annotations = meta.annotations.as_ref();
         let labels = meta.labels.as_ref();
@@ -121,7 +124,10 @@ impl TaskSpec {
             .to_string();
 
         TaskSpec {
-            uid: meta.uid.clone().unwrap_or_else(|| format!("{namespace}/{name}")),
+            uid: meta
+                .uid
+                .clone()
+                .unwrap_or_else(|| format!("{namespace}/{name}")),
             key: format!("{namespace}/{name}"),
             namespace,
             name,
@@ -227,7 +233,9 @@ pub fn pod_resource_request(pod: &Pod) -> Resource {
         // supports at pod level (cpu, memory, hugepages).
         let supported: BTreeMap<String, Quantity> = pod_level
             .iter()
-            .filter(|(k, _)| k.as_str() == "cpu" || k.as_str() == "memory" || k.starts_with("hugepages-"))
+            .filter(|(k, _)| {
+                k.as_str() == "cpu" || k.as_str() == "memory" || k.starts_with("hugepages-")
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let level = Resource::from_list(&supported);
@@ -273,7 +281,11 @@ pub struct TaskInfo {
 impl TaskInfo {
     pub fn new(spec: Arc<TaskSpec>, job: Option<JobId>, node: Option<NodeId>) -> Self {
         let status = spec.status;
-        let foreign_node = if node.is_none() { spec.node_name.clone() } else { None };
+        let foreign_node = if node.is_none() {
+            spec.node_name.clone()
+        } else {
+            None
+        };
         TaskInfo {
             spec,
             job,
@@ -334,7 +346,12 @@ mod tests {
         assert_eq!(t.resreq.scalar(ResourceName::PODS), 1.0);
         assert_eq!(t.priority, 1);
         assert!(t.preemptable);
-        assert_eq!(t.job, JobLink::Standalone { queue: "default".into() });
+        assert_eq!(
+            t.job,
+            JobLink::Standalone {
+                queue: "default".into()
+            }
+        );
         assert_eq!(t.key, "default/p");
     }
 

@@ -174,7 +174,9 @@ impl ClusterState {
     /// Marks a decided bind as done in the state at once, so the next session cannot reuse
     /// the capacity. Returns false when the pod is gone.
     pub fn assume_bind(&mut self, key: &str, node: &str) -> bool {
-        let Some(spec) = self.pods.get(key) else { return false };
+        let Some(spec) = self.pods.get(key) else {
+            return false;
+        };
         let observed = spec.pod.clone();
         let mut pod = (*observed).clone();
         pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
@@ -391,14 +393,27 @@ impl ClusterState {
     pub fn observed_objects(&self) -> ObservedObjects {
         ObservedObjects {
             namespaces: self.namespaces.values().cloned().collect(),
-            priority_classes: self.priority_classes.values().map(|p| p.object.clone()).collect(),
+            priority_classes: self
+                .priority_classes
+                .values()
+                .map(|p| p.object.clone())
+                .collect(),
             queues: self.queues.values().map(|q| q.queue.clone()).collect(),
-            nodes: self.nodes_in_order().into_iter().map(|n| n.node.clone()).collect(),
+            nodes: self
+                .nodes_in_order()
+                .into_iter()
+                .map(|n| n.node.clone())
+                .collect(),
             pod_groups: self.pod_groups.values().cloned().collect(),
             pods: self
                 .pods
                 .iter()
-                .map(|(k, p)| self.assumed.get(k).cloned().unwrap_or_else(|| p.pod.clone()))
+                .map(|(k, p)| {
+                    self.assumed
+                        .get(k)
+                        .cloned()
+                        .unwrap_or_else(|| p.pod.clone())
+                })
                 .collect(),
             pdbs: self.pdbs.values().cloned().collect(),
             resource_quotas: self.quotas.values().cloned().collect(),

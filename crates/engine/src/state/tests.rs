@@ -78,8 +78,10 @@ fn node_selector_filters_nodes() {
 fn job_priority_falls_back_to_global_default() {
     let mut s = ClusterState::new(StateOptions::default());
     let pc = |name: &str, value: i32, global: bool| -> PriorityClass {
-        serde_json::from_value(json!({"metadata": {"name": name}, "value": value, "globalDefault": global}))
-            .expect("pc")
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "value": value, "globalDefault": global}),
+        )
+        .expect("pc")
     };
     assert_eq!(s.job_priority("high"), 0);
     s.upsert_priority_class(pc("high", 1000, false));
@@ -95,10 +97,16 @@ fn assumed_bind_survives_stale_updates_and_rolls_back() {
     s.upsert_node(node("n1", json!({})));
     assert!(s.upsert_pod(pod("c", "volcano-rs", None, "Pending")));
     assert!(s.assume_bind("ns/c", "n1"));
-    assert_eq!(s.pod("ns/c").and_then(|p| p.node_name.as_deref()), Some("n1"));
+    assert_eq!(
+        s.pod("ns/c").and_then(|p| p.node_name.as_deref()),
+        Some("n1")
+    );
     // A stale update (still unbound) does not undo the assumption.
     assert!(!s.upsert_pod(pod("c", "volcano-rs", None, "Pending")));
-    assert_eq!(s.pod("ns/c").and_then(|p| p.node_name.as_deref()), Some("n1"));
+    assert_eq!(
+        s.pod("ns/c").and_then(|p| p.node_name.as_deref()),
+        Some("n1")
+    );
     assert_eq!(s.assumed_count(), 1);
     // The bind fails: back to pending.
     s.rollback_bind("ns/c");
@@ -108,7 +116,10 @@ fn assumed_bind_survives_stale_updates_and_rolls_back() {
     assert!(s.assume_bind("ns/c", "n1"));
     s.upsert_pod(pod("c", "volcano-rs", Some("n1"), "Running"));
     assert_eq!(s.assumed_count(), 0);
-    assert_eq!(s.pod("ns/c").map(|p| p.status), Some(crate::model::TaskStatus::Running));
+    assert_eq!(
+        s.pod("ns/c").map(|p| p.status),
+        Some(crate::model::TaskStatus::Running)
+    );
     // The dump shows the observed objects.
     assert_eq!(s.observed_objects().pods.len(), 1);
 }

@@ -43,24 +43,30 @@ fn saturate(v: i128) -> i64 {
 fn weighted_score(
     resources: &[(i64, i64)],
     weights: &[i64],
-    per_resource: impl Fn(i128, i128) -> i128,
+    per_resource: impl Fn(i64, i64) -> i64,
 ) -> i64 {
-    let mut score: i128 = 0;
-    let mut weight_sum: i128 = 0;
+    let mut score: i64 = 0;
+    let mut weight_sum: i64 = 0;
     for (&(requested, allocatable), &weight) in resources.iter().zip(weights) {
         if allocatable == 0 {
             continue;
         }
-        let weight = i128::from(weight);
-        score = score.saturating_add(
-            per_resource(i128::from(requested), i128::from(allocatable)).saturating_mul(weight),
-        );
+        score = score.saturating_add(per_resource(requested, allocatable).saturating_mul(weight));
         weight_sum = weight_sum.saturating_add(weight);
     }
     if weight_sum == 0 {
         return 0;
     }
-    saturate(score / weight_sum)
+    score / weight_sum
+}
+
+/// `part × 100 / whole` in integer arithmetic, exact even where `part × 100` overflows i64
+/// (this runs per node for every task, so the wide type is only used when needed).
+fn percent_of(part: i64, whole: i64) -> i64 {
+    match part.checked_mul(MAX_NODE_SCORE) {
+        Some(v) => v / whole,
+        None => saturate(i128::from(part) * i128::from(MAX_NODE_SCORE) / i128::from(whole)),
+    }
 }
 
 /// LeastAllocated: per resource `(allocatable − requested) × 100 / allocatable` (0 when over
@@ -72,7 +78,7 @@ pub fn least_allocated_score(resources: &[(i64, i64)], weights: &[i64]) -> i64 {
         if requested > allocatable {
             0
         } else {
-            (allocatable - requested) * i128::from(MAX_NODE_SCORE) / allocatable
+            percent_of(allocatable.saturating_sub(requested), allocatable)
         }
     })
 }
@@ -81,7 +87,7 @@ pub fn least_allocated_score(resources: &[(i64, i64)], weights: &[i64]) -> i64 {
 /// integer average. Arguments as for [`least_allocated_score`].
 pub fn most_allocated_score(resources: &[(i64, i64)], weights: &[i64]) -> i64 {
     weighted_score(resources, weights, |requested, allocatable| {
-        requested.min(allocatable) * i128::from(MAX_NODE_SCORE) / allocatable
+        percent_of(requested.min(allocatable), allocatable)
     })
 }
 
