@@ -338,9 +338,17 @@ fn build_state(
         nodes.push(NodeInfo::new(n.clone()));
     }
 
-    // Jobs from PodGroups whose queue exists (§2.4).
+    // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we
+    // also say why on the PodGroup (the executor publishes an identical event once).
     let mut jobs: Vec<JobInfo> = Vec::new();
     let mut job_by_uid = HashMap::new();
+    let mut events = Vec::new();
+    let pg_ref = |pg: &apis::PodGroup| super::decisions::ObjectRef {
+        kind: "PodGroup",
+        namespace: Some(pg.metadata.namespace.clone().unwrap_or_else(|| "default".to_string())),
+        name: pg.metadata.name.clone().unwrap_or_default(),
+        uid: pg.metadata.uid.clone().unwrap_or_default(),
+    };
     for (key, pg) in snapshot.pod_groups() {
         let queue_name = if pg.spec.queue.is_empty() {
             default_queue.clone()
@@ -349,8 +357,27 @@ fn build_state(
         };
         let Some(&queue) = queue_by_name.get(&queue_name) else {
             tracing::debug!(pod_group = %key, queue = %queue_name, "queue not found; job skipped");
+            events.push(super::decisions::Event {
+                object: pg_ref(pg),
+                type_: super::decisions::EventType::Warning,
+                reason: "QueueNotFound".to_string(),
+                message: format!("queue {queue_name} does not exist; the pod group is not scheduled until it does"),
+            });
             continue;
         };
+        if !pg.spec.priority_class_name.is_empty()
+            && !snapshot.priority_classes().contains_key(&pg.spec.priority_class_name)
+        {
+            events.push(super::decisions::Event {
+                object: pg_ref(pg),
+                type_: super::decisions::EventType::Warning,
+                reason: "PriorityClassNotFound".to_string(),
+                message: format!(
+                    "priority class {} does not exist; the job gets the default priority",
+                    pg.spec.priority_class_name
+                ),
+            });
+        }
         let mut job = JobInfo::new(
             key.clone(),
             pg.metadata.name.clone().unwrap_or_default(),
@@ -466,7 +493,7 @@ fn build_state(
         current_action: String::new(),
         queue_metrics: BTreeMap::new(),
         job_metrics: BTreeMap::new(),
-        events: Vec::new(),
+        events,
         decisions: Decisions::default(),
         last_processed_node_index: 0,
     }
