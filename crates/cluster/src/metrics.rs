@@ -1009,6 +1009,7 @@ mod tests {
                 unschedule_task_count: Some(3),
                 retried: true,
                 share: Some(0.25),
+                ..JobMetrics::default()
             },
         );
         d.job_metrics.insert(
@@ -1020,6 +1021,7 @@ mod tests {
                 unschedule_task_count: Some(0),
                 retried: false,
                 share: None,
+                ..JobMetrics::default()
             },
         );
         d.queue_metrics.insert("q1".to_owned(), gpu_queue_metrics());

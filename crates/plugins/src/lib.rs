@@ -3,9 +3,12 @@
 //! [`registry`] returns the builders by their Volcano names; the configuration parser uses the
 //! same list to refuse unknown plugin names.
 
+/// Queue bookkeeping shared by `proportion` and `capacity`.
+pub(crate) mod fairness;
 pub mod k8s;
 // plugin modules (one line each, keep sorted)
 pub mod binpack;
+pub mod capacity;
 pub mod conformance;
 pub mod drf;
 pub mod gang;
@@ -25,6 +28,7 @@ pub fn registry() -> PluginRegistry {
     let mut registry = PluginRegistry::new();
     // registrations (one line each, keep sorted)
     registry.register(binpack::NAME, binpack::new);
+    registry.register(capacity::NAME, capacity::new);
     registry.register(conformance::NAME, conformance::new);
     registry.register(drf::NAME, drf::new);
     registry.register(gang::NAME, gang::new);

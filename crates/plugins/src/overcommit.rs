@@ -169,10 +169,10 @@ fn format_resource_names(prefix: &str, verb: &str, names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::model::ResourceName;
     use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
     use engine::conf::{ArgValue, PluginOption};
     use engine::framework::Session;
+    use engine::model::ResourceName;
     use serde_json::{Value, json};
 
     fn args(value: ArgValue) -> Arguments {

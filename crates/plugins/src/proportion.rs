@@ -14,19 +14,16 @@
 //! topology-aware preemption dry run, which the engine's plugin interface does not offer yet.
 
 use std::cmp::Ordering;
-use std::sync::{Mutex, PoisonError};
 
 use engine::conf::Arguments;
-use engine::framework::{
-    ABSTAIN, EventType, ExtensionPoints, PERMIT, Plugin, REJECT, SessionState,
-};
-use engine::model::job::phase;
+use engine::framework::{ABSTAIN, ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
 use engine::model::queue::QueueSpec;
-use engine::model::resource::{
-    DimensionDefault, MIN_RESOURCE, exceeded_part,
-    max_resource, share,
+use engine::model::resource::{DimensionDefault, exceeded_part, max_resource};
+use engine::model::{JobId, QueueId, Resource, TaskId};
+
+use crate::fairness::{
+    self, EnqueueRejections, QueueUsage, compare_shares, queue_share, quota_insufficient_message,
 };
-use engine::model::{JobId, QueueId, Resource, TaskId, TaskStatus};
 
 /// Registered plugin name.
 pub const NAME: &str = "proportion";
@@ -81,22 +78,10 @@ impl QueueAttr {
         total: &Resource,
         total_guarantee: &Resource,
     ) -> Self {
-        let capability = capability.map(|c| {
-            let mut c = c.clone();
-            if c.milli_cpu <= 0.0 {
-                c.milli_cpu = f64::MAX;
-            }
-            if c.memory <= 0.0 {
-                c.memory = f64::MAX;
-            }
-            c
-        });
+        let capability = capability.map(fairness::widen_capability);
         let guarantee = guarantee.cloned().unwrap_or_default();
-        let mut real_capability = exceeded_part(Some(total), Some(total_guarantee));
-        real_capability.add(&guarantee);
-        if let Some(c) = &capability {
-            real_capability.min_dimension_resource(c, DimensionDefault::Infinity);
-        }
+        let real_capability =
+            fairness::real_capability(total, total_guarantee, &guarantee, capability.as_ref());
         QueueAttr {
             queue,
             weight,
@@ -133,46 +118,21 @@ impl QueueAttr {
     /// §4.9: `min + allocated + inqueue − elastic ≤ realCapability` on the dimensions `min`
     /// asks for; `Err` carries the insufficient resource names.
     fn enqueue_check(&self, min: &Resource) -> Result<(), Vec<String>> {
-        let mut need = min.clone();
-        need.add(&self.allocated)
-            .add(&self.inqueue)
-            .sub(&self.elastic);
-        match need
-            .less_equal_with_dimension_and_resources_name(Some(&self.real_capability), Some(min))
-        {
-            (true, _) => Ok(()),
-            (false, names) => Err(names),
-        }
+        fairness::enqueue_fits(
+            min,
+            &self.allocated,
+            &self.inqueue,
+            &self.elastic,
+            &self.real_capability,
+        )
     }
-}
 
-/// §4.5: the largest `Share(allocated, deserved)` over the dimensions deserved holds (≥ ε).
-fn queue_share(allocated: &Resource, deserved: &Resource) -> f64 {
-    let mut best: f64 = 0.0;
-    let mut consider = |a: f64, d: f64| {
-        if d >= MIN_RESOURCE {
-            let s = share(a, d);
-            if s > best {
-                best = s;
-            }
-        }
-    };
-    consider(allocated.milli_cpu, deserved.milli_cpu);
-    consider(allocated.memory, deserved.memory);
-    for (n, d) in deserved.scalars.iter() {
-        consider(allocated.scalar(n), d);
-    }
-    best
-}
-
-/// Volcano's share comparison: exact equality, otherwise smaller first (a NaN sorts last).
-fn compare_shares(l: f64, r: f64) -> Ordering {
-    if l == r {
-        Ordering::Equal
-    } else if l < r {
-        Ordering::Less
-    } else {
-        Ordering::Greater
+    /// Adds one job's contribution (§4.3).
+    fn add_usage(&mut self, usage: &QueueUsage) {
+        self.allocated.add(&usage.allocated);
+        self.request.add(&usage.request);
+        self.inqueue.add(&usage.inqueue);
+        self.elastic.add(&usage.elastic);
     }
 }
 
@@ -240,15 +200,6 @@ fn water_fill(total: &Resource, attrs: &mut [QueueAttr]) -> u32 {
     rounds
 }
 
-/// `util.FormatResourceNames`: `"<prefix>: <verb> <r1>, <verb> <r2>"`, or the prefix alone.
-fn format_resource_names(prefix: &str, verb: &str, names: &[String]) -> String {
-    if names.is_empty() {
-        return prefix.to_string();
-    }
-    let parts: Vec<String> = names.iter().map(|n| format!("{verb} {n}")).collect();
-    format!("{prefix}: {}", parts.join(", "))
-}
-
 /// The plugin instance of one session.
 #[derive(Default)]
 pub struct Proportion {
@@ -256,9 +207,8 @@ pub struct Proportion {
     attrs: Vec<QueueAttr>,
     /// `QueueId` index → position in `attrs`.
     index: Vec<Option<usize>>,
-    /// PodGroup events of rejected enqueue votes. The vote only reads the session, so they are
-    /// recorded at close.
-    rejections: Mutex<Vec<(JobId, String)>>,
+    /// PodGroup events of rejected enqueue votes, recorded at close.
+    rejections: EnqueueRejections,
 }
 
 impl Proportion {
@@ -330,12 +280,7 @@ impl Plugin for Proportion {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         let total = ssn.total_resource.clone();
-        let mut total_guarantee = Resource::empty();
-        for q in &ssn.queues {
-            if let Some(g) = &q.spec.guarantee {
-                total_guarantee.add(g);
-            }
-        }
+        let total_guarantee = fairness::total_guarantee(ssn);
 
         let mut index: Vec<Option<usize>> = vec![None; ssn.queues.len()];
         let mut attrs: Vec<QueueAttr> = Vec::new();
@@ -354,33 +299,7 @@ impl Plugin for Proportion {
                 ));
                 attrs.len() - 1
             });
-            let attr = &mut attrs[i];
-            for &t in &job.tasks {
-                let task = ssn.task(t);
-                if task.status.is_allocated() {
-                    attr.allocated.add(task.resreq());
-                    attr.request.add(task.resreq());
-                } else if task.status == TaskStatus::Pending {
-                    attr.request.add(task.resreq());
-                }
-            }
-            if job.min_resources.is_some() {
-                // Admitted jobs reserve what their minimum still lacks. A running job only does
-                // so while its minimum is held, so that a finished driver pod does not make the
-                // job reserve again.
-                let reserves = job.status.phase == phase::INQUEUE
-                    || (job.status.phase == phase::RUNNING
-                        && job.allocated_task_num() >= job.min_available);
-                if reserves {
-                    attr.inqueue.add(&job.deduct_sch_gated_resources(
-                        &ssn.tasks,
-                        &job.inqueue_resource(),
-                    ));
-                }
-            }
-            let min = job.min_resources.clone().unwrap_or_default();
-            attr.elastic
-                .add(&exceeded_part(Some(&job.allocated), Some(&min)));
+            attrs[i].add_usage(&QueueUsage::of_job(ssn, job_id));
         }
 
         water_fill(&total, &mut attrs);
@@ -424,19 +343,7 @@ impl Plugin for Proportion {
                 }
             }
         }
-        let rejections = std::mem::take(
-            self.rejections
-                .get_mut()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for (job, message) in rejections {
-            ssn.record_job_event(
-                job,
-                EventType::Normal,
-                apis::condition_type::UNSCHEDULABLE,
-                message,
-            );
-        }
+        self.rejections.emit(ssn);
         self.attrs.clear();
         self.index.clear();
     }
@@ -550,16 +457,9 @@ impl Plugin for Proportion {
         match attr.enqueue_check(min) {
             Ok(()) => PERMIT,
             Err(names) => {
-                let message = format_resource_names(
-                    "queue resource quota insufficient",
-                    "insufficient",
-                    &names,
-                );
+                let message = quota_insufficient_message(&names);
                 tracing::debug!(job = %job.uid, queue = %spec.name, %message, "proportion: job rejected");
-                self.rejections
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push((job_id, message));
+                self.rejections.record(job_id, message);
                 REJECT
             }
         }
@@ -590,9 +490,9 @@ impl Plugin for Proportion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::model::ResourceName;
     use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
-    use engine::framework::{Decisions, Event, Session, Statement};
+    use engine::framework::{Decisions, Event, EventType, Session, Statement};
+    use engine::model::ResourceName;
     use proptest::prelude::*;
     use serde_json::{Value, json};
 
@@ -961,22 +861,6 @@ mod tests {
         a.elastic = cpu(1_000.0);
         assert_eq!(a.enqueue_check(&cpu(4_000.0)), Ok(()));
         assert_eq!(a.enqueue_check(&cpu(4_001.0)), Err(vec!["cpu".to_string()]));
-    }
-
-    #[test]
-    fn resource_names_message() {
-        assert_eq!(
-            format_resource_names(
-                "queue resource quota insufficient",
-                "insufficient",
-                &["cpu".into(), "memory".into()]
-            ),
-            "queue resource quota insufficient: insufficient cpu, insufficient memory"
-        );
-        assert_eq!(
-            format_resource_names("queue resource quota insufficient", "insufficient", &[]),
-            "queue resource quota insufficient"
-        );
     }
 
     // ---- session-level tests ------------------------------------------------------------------

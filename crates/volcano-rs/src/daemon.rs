@@ -401,7 +401,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         let session = tokio::task::spawn_blocking(move || {
             let start = Instant::now();
             let clock: engine::framework::Clock = Arc::new(move || start.elapsed());
-            let mut ssn = Session::open_timed(&snapshot, current, &reg, opts, now, uid, Some(clock));
+            let mut ssn =
+                Session::open_timed(&snapshot, current, &reg, opts, now, uid, Some(clock));
             let opened = start.elapsed();
             let timings = engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
             let decisions = ssn.close();
@@ -445,8 +446,31 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             "session"
         );
         executor.assume(&decisions);
+        // Binds run in the background: they are assumed in the state, so no later session
+        // decides them again. The other writes (PodGroup and Queue status, pod conditions,
+        // evictions, events) finish before the next session, as Volcano writes job status at
+        // session close. A session compares against what the watches show; writes still
+        // waiting for the rate limiter would be decided again by every following session, pile
+        // up without bound, starve the binds and land out of order.
+        let mut decisions = decisions;
+        let binds = engine::framework::Decisions {
+            binds: std::mem::take(&mut decisions.binds),
+            ..Default::default()
+        };
         let ex = executor.clone();
-        in_flight.spawn(async move { ex.execute(decisions).await });
+        in_flight.spawn(async move { ex.execute(binds).await });
+        let ex = executor.clone();
+        let mut writes = tokio::spawn(async move { ex.execute(decisions).await });
+        tokio::select! {
+            _ = &mut writes => {}
+            _ = shutdown.wait_for(|s| *s) => {
+                // Drained with the binds below.
+                in_flight.spawn(async move {
+                    let _ = writes.await;
+                });
+                break;
+            }
+        }
         while in_flight.try_join_next().is_some() {}
 
         // Next session after the period, or sooner when pending work arrives (debounced).
@@ -494,13 +518,21 @@ fn record_job_and_queue_lifecycle(
     now: k8s_openapi::jiff::Timestamp,
 ) {
     use cluster::metrics::JobLabels;
-    for gone in seen.queues.iter().filter(|q| !d.queue_metrics.contains_key(*q)) {
+    for gone in seen
+        .queues
+        .iter()
+        .filter(|q| !d.queue_metrics.contains_key(*q))
+    {
         metrics.remove_queue(gone);
     }
     seen.queues = d.queue_metrics.keys().cloned().collect();
     for (uid, (ns, name, queue)) in &seen.jobs {
         if !d.job_metrics.contains_key(uid) {
-            metrics.remove_job(JobLabels { namespace: ns, name, queue });
+            metrics.remove_job(JobLabels {
+                namespace: ns,
+                name,
+                queue,
+            });
         }
     }
     seen.jobs.clear();
@@ -518,7 +550,10 @@ fn record_job_and_queue_lifecycle(
                 metrics.job_task_allocated(labels, age, now);
             }
         }
-        seen.jobs.insert(uid.clone(), (m.namespace.clone(), m.name.clone(), m.queue.clone()));
+        seen.jobs.insert(
+            uid.clone(),
+            (m.namespace.clone(), m.name.clone(), m.queue.clone()),
+        );
     }
 }
 

@@ -27,11 +27,14 @@ impl Session {
             self.instances[i].on_session_close(&mut self.state);
             if let (Some(c), Some(start)) = (&self.clock, start) {
                 let plugin = self.slots[slot].option.name.clone();
-                self.state.decisions.plugin_timings.push(super::decisions::PluginTiming {
-                    plugin,
-                    on_session: "OnSessionClose",
-                    duration: c().saturating_sub(start),
-                });
+                self.state
+                    .decisions
+                    .plugin_timings
+                    .push(super::decisions::PluginTiming {
+                        plugin,
+                        on_session: "OnSessionClose",
+                        duration: c().saturating_sub(start),
+                    });
             }
         }
         let jobs: Vec<JobId> = self.state.job_ids().collect();

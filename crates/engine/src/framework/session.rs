@@ -282,11 +282,15 @@ impl Session {
                 let start = session.clock.as_ref().map(|c| c());
                 plugin.on_session_open(&mut session.state);
                 if let (Some(c), Some(start)) = (&session.clock, start) {
-                    session.state.decisions.plugin_timings.push(super::decisions::PluginTiming {
-                        plugin: option.name.clone(),
-                        on_session: "OnSessionOpen",
-                        duration: c().saturating_sub(start),
-                    });
+                    session
+                        .state
+                        .decisions
+                        .plugin_timings
+                        .push(super::decisions::PluginTiming {
+                            plugin: option.name.clone(),
+                            on_session: "OnSessionOpen",
+                            duration: c().saturating_sub(start),
+                        });
                 }
                 let idx = session.instances.len();
                 session.points.push(plugin.extension_points());
@@ -345,7 +349,12 @@ fn build_state(
     let mut events = Vec::new();
     let pg_ref = |pg: &apis::PodGroup| super::decisions::ObjectRef {
         kind: "PodGroup",
-        namespace: Some(pg.metadata.namespace.clone().unwrap_or_else(|| "default".to_string())),
+        namespace: Some(
+            pg.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+        ),
         name: pg.metadata.name.clone().unwrap_or_default(),
         uid: pg.metadata.uid.clone().unwrap_or_default(),
     };
@@ -366,7 +375,9 @@ fn build_state(
             continue;
         };
         if !pg.spec.priority_class_name.is_empty()
-            && !snapshot.priority_classes().contains_key(&pg.spec.priority_class_name)
+            && !snapshot
+                .priority_classes()
+                .contains_key(&pg.spec.priority_class_name)
         {
             events.push(super::decisions::Event {
                 object: pg_ref(pg),

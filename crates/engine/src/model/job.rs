@@ -383,7 +383,9 @@ impl JobInfo {
     pub fn inqueue_resource(&self) -> Resource {
         use super::resource::{ResourceName, is_count_quota, is_scalar_resource_name};
         let mut inqueue = Resource::empty();
-        let Some(min) = &self.min_resources else { return inqueue };
+        let Some(min) = &self.min_resources else {
+            return inqueue;
+        };
         let allocated = &self.allocated;
         if min.milli_cpu - allocated.milli_cpu > 0.0 {
             inqueue.milli_cpu = min.milli_cpu - allocated.milli_cpu;
@@ -519,7 +521,6 @@ mod tests {
         // Not a scalar resource name: never reserved.
         assert_eq!(r.scalars.get(ResourceName::new("ephemeral-storage")), None);
     }
-
 
     #[test]
     fn no_minimum_reserves_nothing() {

@@ -1,0 +1,12 @@
+//! End-to-end tests of `volcano-rs run` against the local control plane (e2e/README.md).
+//!
+//! [`harness`] gives each test its namespace, KWOK nodes, Queues, pods and a daemon of its own;
+//! [`tests`] holds the tests; the runner (`src/main.rs`, binary `volcano-rs-e2e`) lists them in
+//! `TESTS` and runs them in parallel with a timeout each.
+
+pub mod harness;
+pub mod tests;
+
+/// A test: gets the runner's [`harness::Env`], returns an error naming what was expected and
+/// what was seen.
+pub type TestFn = fn(harness::Env) -> futures::future::BoxFuture<'static, anyhow::Result<()>>;

@@ -1,0 +1,222 @@
+//! `volcano-rs-e2e [FILTER...]`: runs the e2e tests against the cluster in `$KUBECONFIG`.
+//!
+//! Every test whose name contains one of the FILTER substrings (all without filters) runs, at
+//! most `E2E_PARALLEL` at a time, each within `E2E_TIMEOUT` seconds (180). Results are
+//! printed as the tests finish (`PASS <name> (<secs>s)` / `FAIL <name>: <error>`), then the line
+//! `N passed, N failed`. Exit code 0 when all passed, 1 when one failed, 2 when the run could not
+//! start. Each test's objects are deleted after it, pass or fail.
+//!
+//! Why one test at a time by default: namespaces, scheduler names, node selectors and queue
+//! names keep the tests' pods and nodes apart, but not their accounting. As in Volcano
+//! (spec/kubernetes.md §4.2, §13 item 1), every daemon reads every PodGroup and Queue, and
+//! attaches another scheduler's *bound* pods to their PodGroups; so a test's bound gangs count
+//! as allocated in their queue in every other test's daemon, whose proportion plugin then
+//! shrinks its own queues' deserved share (of its own few nodes) and refuses tasks that would
+//! fit. Tests that assert queue shares, or that a pod was tried on the nodes, are then flaky.
+//! `E2E_PARALLEL=3` is faster for tests known not to interfere.
+//!
+//! Environment: `KUBECONFIG` (required; `source e2e/env.sh`), `VOLCANO_RS_BIN` (default
+//! `<target>/debug/volcano-rs`), `CARGO_TARGET_DIR`, `E2E_LOG_DIR` (default
+//! `<target>/e2e-logs`), `E2E_TIMEOUT`, `E2E_PARALLEL`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow, bail};
+use futures::StreamExt as _;
+use volcano_rs_e2e::harness::{self, Env};
+use volcano_rs_e2e::{TestFn, tests};
+
+/// Every test, by name. Names are DNS labels: they name the test's namespace, scheduler, nodes.
+pub const TESTS: &[(&str, TestFn)] = &[
+    ("plain-pod", tests::basic::plain_pod),
+    ("gang", tests::basic::gang),
+    ("queues", tests::basic::queues),
+    ("placement", tests::basic::placement),
+    ("bad-input", tests::badinput::bad_input),
+    ("config-reload", tests::reload::config_reload),
+    ("restart-safety", tests::restart::restart_safety),
+    ("leader-election", tests::leader::leader_election),
+];
+
+const USAGE: &str = "usage: volcano-rs-e2e [--list] [FILTER...]
+Runs the e2e tests whose names contain a FILTER (all without one) against $KUBECONFIG.
+Environment: VOLCANO_RS_BIN, E2E_LOG_DIR, E2E_TIMEOUT (s, default 180), E2E_PARALLEL (default 1).";
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// True when every selected test passed.
+async fn run() -> anyhow::Result<bool> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return Ok(true);
+    }
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in TESTS {
+            println!("{name}");
+        }
+        return Ok(true);
+    }
+    if let Some(flag) = args.iter().find(|a| a.starts_with('-')) {
+        bail!("unknown option {flag}\n{USAGE}");
+    }
+    let selected: Vec<(&'static str, TestFn)> = TESTS
+        .iter()
+        .filter(|(name, _)| args.is_empty() || args.iter().any(|f| name.contains(f.as_str())))
+        .copied()
+        .collect();
+    if selected.is_empty() {
+        bail!("no test matches {args:?}; see --list");
+    }
+    let timeout = Duration::from_secs(env_number("E2E_TIMEOUT", 180)?);
+    let parallel = env_number("E2E_PARALLEL", 1)?.max(1) as usize;
+    let env = environment().await?;
+    let leftovers = harness::kill_leftover_daemons(&env.log_dir, &env.kubeconfig);
+    if leftovers > 0 {
+        eprintln!("killed {leftovers} daemon(s) left over from an earlier run");
+    }
+
+    let started = Instant::now();
+    let mut passed = 0;
+    let mut failed = 0;
+    let mut results = futures::stream::iter(selected.iter().copied())
+        .map(|(name, test)| run_one(env.clone(), name, test, timeout))
+        .buffer_unordered(parallel);
+    while let Some((name, secs, result)) = results.next().await {
+        match result {
+            Ok(()) => {
+                passed += 1;
+                println!("PASS {name} ({secs:.1}s)");
+            }
+            Err(e) => {
+                failed += 1;
+                println!(
+                    "FAIL {name}: {e:#} (daemon logs: {}/{name}*.log)",
+                    env.log_dir.display()
+                );
+            }
+        }
+    }
+    drop(results);
+    // A test that called TestCtx::new with another name than its TESTS entry.
+    let names: Vec<&str> = selected.iter().map(|(n, _)| *n).collect();
+    for other in harness::started_tests() {
+        if !names.contains(&other.as_str())
+            && let Err(e) = harness::cleanup_test(&env, &other).await
+        {
+            eprintln!("cleanup of {other}: {e:#}");
+        }
+    }
+    harness::kill_leftover_daemons(&env.log_dir, &env.kubeconfig);
+    eprintln!("e2e wall time {:.1}s", started.elapsed().as_secs_f64());
+    println!("{passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
+
+/// Runs one test on its own task (a panic fails the test, not the runner), within `timeout`,
+/// then cleans up after it. Returns the name, the seconds taken, and the outcome.
+async fn run_one(
+    env: Env,
+    name: &'static str,
+    test: TestFn,
+    timeout: Duration,
+) -> (&'static str, f64, anyhow::Result<()>) {
+    let start = Instant::now();
+    let mut task = tokio::spawn(test(env.clone()));
+    let outcome = match tokio::time::timeout(timeout, &mut task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(anyhow!("panicked: {}", panic_message(join))),
+        Err(_) => {
+            // Dropping the test's future kills its daemon before the cleanup starts.
+            task.abort();
+            let _ = task.await;
+            Err(anyhow!("timed out after {}s", timeout.as_secs()))
+        }
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let cleaned = harness::cleanup_test(&env, name).await;
+    let result = match (outcome, cleaned) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Ok(()), Err(c)) => Err(c.context("cleanup")),
+        (Err(e), Ok(())) => Err(e),
+        (Err(e), Err(c)) => Err(e.context(format!("(cleanup failed too: {c:#})"))),
+    };
+    (name, secs, result)
+}
+
+fn panic_message(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(non-text panic payload)".into()),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn env_number(name: &str, default: u64) -> anyhow::Result<u64> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .with_context(|| format!("{name}={v:?} is not a whole number")),
+        Err(_) => Ok(default),
+    }
+}
+
+/// Client, daemon binary and log directory.
+async fn environment() -> anyhow::Result<Env> {
+    let kubeconfig = PathBuf::from(
+        std::env::var_os("KUBECONFIG")
+            .context("KUBECONFIG is not set (make cluster-up; source e2e/env.sh)")?,
+    );
+    let config = kube::config::Kubeconfig::read_from(&kubeconfig)
+        .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
+    let config =
+        kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
+            .await
+            .with_context(|| format!("kubeconfig {}", kubeconfig.display()))?;
+    let client = kube::Client::try_from(config).context("building the API client")?;
+    client
+        .apiserver_version()
+        .await
+        .context("the API server does not answer (is the cluster up? make cluster-up)")?;
+
+    // This crate sits at <workspace>/crates/e2e.
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let daemon_bin = std::env::var_os("VOLCANO_RS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target.join("debug/volcano-rs"));
+    if !daemon_bin.is_file() {
+        bail!(
+            "daemon binary {} not found (cargo build -p volcano-rs, or set VOLCANO_RS_BIN)",
+            daemon_bin.display()
+        );
+    }
+    let log_dir = std::env::var_os("E2E_LOG_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target.join("e2e-logs"));
+    std::fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
+    Ok(Env {
+        client,
+        kubeconfig: kubeconfig.canonicalize().unwrap_or(kubeconfig),
+        daemon_bin: daemon_bin.canonicalize().unwrap_or(daemon_bin),
+        log_dir: log_dir.canonicalize().unwrap_or(log_dir),
+    })
+}

@@ -1,0 +1,8 @@
+//! The e2e tests, one module per area. Every test is a `TestFn` listed in `TESTS`
+//! (src/main.rs) under the same name it passes to `TestCtx::new`.
+
+pub mod badinput;
+pub mod basic;
+pub mod leader;
+pub mod reload;
+pub mod restart;
