@@ -121,8 +121,12 @@ pub struct QueueReport {
 pub struct Quantities(pub BTreeMap<String, f64>);
 
 impl From<&Resource> for Quantities {
+    /// Dimensions a plugin leaves unbounded (Volcano's "infinite" resource, f64::MAX) are left
+    /// out: an absent dimension in a capability means "no limit".
     fn from(r: &Resource) -> Self {
-        Quantities(r.to_canonical_map())
+        let mut map = r.to_canonical_map();
+        map.retain(|_, v| v.is_finite() && *v < f64::MAX / 2.0);
+        Quantities(map)
     }
 }
 
