@@ -305,13 +305,29 @@ impl Executor {
 
     async fn write_queue_status(&self, q: &QueueAllocation) {
         let api: Api<Queue> = Api::all(self.client.clone());
-        let mut status = json!({"allocated": q.allocated.to_resource_list()});
+        let mut allocated = serde_json::Map::new();
+        for (name, quantity) in q.allocated.to_resource_list() {
+            allocated.insert(name, json!(quantity));
+        }
         // Standalone (no Volcano queue controller): a Queue without a state is Open.
-        let unset_state = self
-            .shared
-            .lock()
-            .queue(&q.queue)
-            .is_some_and(|s| s.queue.status.as_ref().is_none_or(|st| st.state.is_empty()));
+        let (unset_state, observed_keys) = {
+            let state = self.shared.lock();
+            let status = state.queue(&q.queue).map(|s| s.queue.status.as_ref());
+            (
+                status.is_some_and(|st| st.is_none_or(|st| st.state.is_empty())),
+                status
+                    .flatten()
+                    .map(|st| st.allocated.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default(),
+            )
+        };
+        // A merge patch keeps keys it does not mention: a resource that dropped out of the
+        // allocation (e.g. `pods` back to nothing) must be removed explicitly, or the status
+        // never matches and every session writes it again.
+        for name in observed_keys {
+            allocated.entry(name).or_insert(serde_json::Value::Null);
+        }
+        let mut status = json!({"allocated": allocated});
         if unset_state {
             status["state"] = json!(apis::queue_state::OPEN);
         }

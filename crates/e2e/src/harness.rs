@@ -41,8 +41,9 @@ pub const LEASE_NAMESPACE: &str = "volcano-system";
 const KWOK_LABEL: (&str, &str) = ("type", "kwok");
 /// How often [`TestCtx::wait_for`] polls.
 const POLL: Duration = Duration::from_millis(100);
-/// Cleanup of one test, all steps together.
-const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Cleanup of one test, all steps together (deleting hundreds of pods on a busy 2-core
+/// machine can take a while).
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What the runner hands every test.
 #[derive(Clone)]

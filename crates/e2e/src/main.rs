@@ -1,4 +1,5 @@
-//! `volcano-rs-e2e [FILTER...]`: runs the e2e tests against the cluster in `$KUBECONFIG`.
+//! `volcano-rs-e2e [--list | --cleanup] [FILTER...]`: runs the e2e tests against the cluster in
+//! `$KUBECONFIG` (`--cleanup`: only deletes what they may have left behind).
 //!
 //! Every test whose name contains one of the FILTER substrings (all without filters) runs, at
 //! most `E2E_PARALLEL` at a time, each within `E2E_TIMEOUT` seconds (180). Results are
@@ -40,8 +41,9 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("leader-election", tests::leader::leader_election),
 ];
 
-const USAGE: &str = "usage: volcano-rs-e2e [--list] [FILTER...]
-Runs the e2e tests whose names contain a FILTER (all without one) against $KUBECONFIG.
+const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]
+Runs the e2e tests whose names contain a FILTER (all without one) against $KUBECONFIG;
+--cleanup only deletes what those tests may have left in the cluster.
 Environment: VOLCANO_RS_BIN, E2E_LOG_DIR, E2E_TIMEOUT (s, default 180), E2E_PARALLEL (default 1).";
 
 #[tokio::main]
@@ -69,6 +71,8 @@ async fn run() -> anyhow::Result<bool> {
         }
         return Ok(true);
     }
+    let cleanup_only = args.iter().any(|a| a == "--cleanup");
+    let args: Vec<String> = args.into_iter().filter(|a| a != "--cleanup").collect();
     if let Some(flag) = args.iter().find(|a| a.starts_with('-')) {
         bail!("unknown option {flag}\n{USAGE}");
     }
@@ -86,6 +90,16 @@ async fn run() -> anyhow::Result<bool> {
     let leftovers = harness::kill_leftover_daemons(&env.log_dir, &env.kubeconfig);
     if leftovers > 0 {
         eprintln!("killed {leftovers} daemon(s) left over from an earlier run");
+    }
+    if cleanup_only {
+        let mut ok = true;
+        for (name, _) in &selected {
+            if let Err(e) = harness::cleanup_test(&env, name).await {
+                eprintln!("cleanup of {name}: {e:#}");
+                ok = false;
+            }
+        }
+        return Ok(ok);
     }
 
     let started = Instant::now();

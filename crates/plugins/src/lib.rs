@@ -9,11 +9,13 @@ pub mod k8s;
 // plugin modules (one line each, keep sorted)
 pub mod binpack;
 pub mod capacity;
+pub mod cdp;
 pub mod conformance;
 pub mod drf;
 pub mod gang;
 pub mod nodeorder;
 pub mod overcommit;
+pub mod pdb;
 pub mod predicates;
 pub mod priority;
 pub mod proportion;
@@ -29,11 +31,13 @@ pub fn registry() -> PluginRegistry {
     // registrations (one line each, keep sorted)
     registry.register(binpack::NAME, binpack::new);
     registry.register(capacity::NAME, capacity::new);
+    registry.register(cdp::NAME, cdp::new);
     registry.register(conformance::NAME, conformance::new);
     registry.register(drf::NAME, drf::new);
     registry.register(gang::NAME, gang::new);
     registry.register(nodeorder::NAME, nodeorder::new);
     registry.register(overcommit::NAME, overcommit::new);
+    registry.register(pdb::NAME, pdb::new);
     registry.register(predicates::NAME, predicates::new);
     registry.register(priority::NAME, priority::new);
     registry.register(proportion::NAME, proportion::new);

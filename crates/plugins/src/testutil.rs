@@ -91,6 +91,13 @@ impl TestCluster {
         self
     }
 
+    /// A `policy/v1` PodDisruptionBudget written as JSON.
+    pub fn pdb(&mut self, pdb: Value) -> &mut Self {
+        self.state
+            .upsert_pdb(serde_json::from_value(pdb).expect("valid pod disruption budget"));
+        self
+    }
+
     /// Opens a session whose tiers hold the named plugins with default options.
     pub fn session(&self, tiers: &[&[&str]]) -> Session {
         let tiers = tiers

@@ -204,10 +204,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut conf = ConfSource::load(args.scheduler_conf.clone(), &known)?;
     let listen = parse_addr(&args.listen_address)?;
     let healthz = parse_addr(&args.healthz_address)?;
+    // One identity for the process: the Lease holder, the events' reporting instance and the
+    // prefix of session UIDs (PodGroup condition transitionIDs) all name this replica.
+    let identity = leader::default_identity();
     let leader_cfg = LeaderConfig {
         namespace: args.leader_elect_resource_namespace.clone(),
         name: args.leader_elect_resource_name.clone(),
-        identity: leader::default_identity(),
+        identity: identity.clone(),
         lease_duration: args.leader_elect_lease_duration,
         renew_deadline: args.leader_elect_renew_deadline,
         retry_period: args.leader_elect_retry_period,
@@ -295,7 +298,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 .first()
                 .cloned()
                 .unwrap_or_else(|| "volcano-rs".into()),
-            instance: std::env::var("POD_NAME").unwrap_or_else(|_| leader::default_identity()),
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| identity.clone()),
         },
     ));
     let session_options = SessionOptions {
@@ -396,7 +399,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         cycle += 1;
         let snapshot = shared.snapshot();
         let (reg, opts) = (registry.clone(), session_options.clone());
-        let uid = format!("{}-{cycle}", leader::default_identity());
+        let uid = format!("{identity}-{cycle}");
         let now = k8s_openapi::jiff::Timestamp::now();
         let session = tokio::task::spawn_blocking(move || {
             let start = Instant::now();

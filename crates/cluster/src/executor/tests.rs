@@ -768,6 +768,33 @@ async fn queue_status_patch_writes_quantities_and_opens_a_queue_without_state() 
     assert_eq!(f.mock.requests().len(), 4);
 }
 
+#[tokio::test]
+async fn queue_status_patch_removes_resources_no_longer_allocated() {
+    let f = fixture(&[]);
+    f.shared.lock().upsert_queue(queue(
+        "q",
+        Some(json!({"state": "Open", "allocated": {"cpu": "2", "memory": "1Gi", "pods": "8", "example.com/fpga": "1"}})),
+    ));
+    let d = Decisions {
+        queue_allocations: vec![QueueAllocation {
+            queue: "q".into(),
+            allocated: Resource::from_pairs(1000.0, 0.0, &[]),
+        }],
+        ..Decisions::default()
+    };
+    f.run(d).await;
+    let reqs = f.mock.matching(
+        Method::PATCH,
+        "/apis/scheduling.volcano.sh/v1beta1/queues/q/status",
+    );
+    assert_eq!(reqs.len(), 1);
+    // A merge patch keeps what it does not mention: dropped resources are set to null.
+    assert_eq!(
+        reqs[0].body["status"]["allocated"],
+        json!({"cpu": "1", "memory": "0", "pods": null, "example.com/fpga": null})
+    );
+}
+
 // ---- (6) retries ------------------------------------------------------------------------------
 
 fn pod_group_update() -> Decisions {

@@ -118,6 +118,9 @@ impl Session {
 
     /// Job updater + `RecordJobStatusEvent` for one job (§2.7.3).
     fn update_job(&mut self, job: JobId) {
+        if !self.state.job(job).owned {
+            return;
+        }
         let status = self.compute_job_status(job);
         let changed = {
             let j = self.state.job(job);
@@ -272,8 +275,20 @@ impl Session {
                 }
             }
         }
+        // A queue whose jobs all belong to another scheduler is that scheduler's to write.
+        let mut has_job = vec![false; state.queues.len()];
+        let mut has_owned_job = vec![false; state.queues.len()];
+        for job in &state.jobs {
+            if let Some(q) = job.queue {
+                has_job[q.index()] = true;
+                has_owned_job[q.index()] |= job.owned;
+            }
+        }
         let mut updates = Vec::new();
         for (q, alloc) in &allocated {
+            if has_job[q.index()] && !has_owned_job[q.index()] {
+                continue;
+            }
             let spec = &state.queue(*q).spec;
             let same = spec.status_allocated.as_ref().is_some_and(|old| {
                 old.equal(alloc, DimensionDefault::Zero) && alloc.equal(old, DimensionDefault::Zero)

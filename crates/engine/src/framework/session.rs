@@ -486,6 +486,10 @@ fn build_state(
         tasks.push(task);
     }
 
+    for job in &mut jobs {
+        job.owned = job.tasks.is_empty() || job.tasks.iter().any(|t| tasks[t.index()].spec.ours);
+    }
+
     SessionState {
         uid,
         now,

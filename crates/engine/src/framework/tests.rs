@@ -371,3 +371,52 @@ fn duplicate_plugin_names_answer_at_each_occurrence() {
     ]]));
     assert_eq!(ssn.preemptable(TaskId(0), &[]), vec![TaskId(1)]);
 }
+
+#[test]
+fn pod_groups_of_other_schedulers_are_not_written() {
+    let mut s = cluster();
+    s.upsert_pod_group(
+        serde_json::from_value(json!({"metadata": {"name": "theirs", "namespace": "ns"}, "spec": {"minMember": 1, "queue": "other-q"}}))
+            .expect("pg"),
+    );
+    s.upsert_queue(
+        serde_json::from_value(json!({"metadata": {"name": "other-q"}, "spec": {"weight": 1}}))
+            .expect("queue"),
+    );
+    // A bound pod of another scheduler in that PodGroup: visible (it occupies its node), not ours.
+    s.upsert_pod(
+        serde_json::from_value(json!({
+            "metadata": {"name": "x", "namespace": "ns", "uid": "ux", "annotations": {"scheduling.k8s.io/group-name": "theirs"}},
+            "spec": {"schedulerName": "someone-else", "nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"}
+        }))
+        .expect("pod"),
+    );
+    let known = KnownNames {
+        actions: &["allocate"],
+        plugins: &["a"],
+    };
+    let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
+    let ssn = Session::open(
+        &s.snapshot(),
+        Arc::new(conf),
+        &registry(),
+        SessionOptions::default(),
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        "s".into(),
+    );
+    let d = ssn.close();
+    assert!(
+        d.pod_group_statuses
+            .iter()
+            .all(|u| u.pod_group != "ns/theirs"),
+        "{:?}",
+        d.pod_group_statuses
+    );
+    assert!(
+        d.pod_group_statuses
+            .iter()
+            .any(|u| u.pod_group == "ns/pg-a")
+    );
+    assert!(d.queue_allocations.iter().all(|q| q.queue != "other-q"));
+}

@@ -86,6 +86,10 @@ pub struct JobInfo {
     /// True for the implicit one-pod job of a standalone pod: there is no PodGroup object to
     /// write back.
     pub implicit: bool,
+    /// Some pod of the job is ours, or the job has no pod yet. Only such jobs get their
+    /// PodGroup status and events written: Volcano writes every PodGroup it sees, so two
+    /// schedulers sharing a cluster would overwrite each other's statuses.
+    pub owned: bool,
     pub queue_name: String,
     pub queue: Option<QueueId>,
     pub min_available: i32,
@@ -125,6 +129,7 @@ impl JobInfo {
             namespace,
             pg_uid: String::new(),
             implicit: false,
+            owned: true,
             queue_name,
             queue: None,
             min_available,

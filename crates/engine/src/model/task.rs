@@ -57,6 +57,8 @@ pub struct TaskSpec {
     pub creation: Option<Timestamp>,
     /// `spec.preemptionPolicy: Never`.
     pub preemption_never: bool,
+    /// The pod's scheduler name is one of ours.
+    pub ours: bool,
     /// Volcano job template uid, for predicate caching.
     pub template_uid: Option<String>,
     pub pod: Arc<Pod>,
@@ -152,6 +154,7 @@ impl TaskSpec {
                 .filter(|n| !n.is_empty()),
             creation: meta.creation_timestamp.as_ref().map(|t| t.0),
             preemption_never: spec.and_then(|s| s.preemption_policy.as_deref()) == Some("Never"),
+            ours,
             template_uid: annotation(keys::TEMPLATE_UID).map(str::to_string),
             pod: pod.clone(),
         }
