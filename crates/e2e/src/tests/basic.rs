@@ -96,7 +96,11 @@ pub fn plain_pod(env: Env) -> BoxFuture<'static, Result<()>> {
         ctx.bind("other", &first).await?;
         let _daemon = ctx.daemon(&[]).await?;
 
-        ctx.pod("mine").cpu("2").create(&ctx).await?;
+        // 1.5 cpus: more than the 1 left, so the other pod's requests must count for the pod
+        // to be refused; less than the 1.8 the overcommit plugin admits (4 × 1.2 − 3), so the
+        // refusal comes from the nodes' predicates, which name the resource, and not from the
+        // enqueue gate.
+        ctx.pod("mine").cpu("1500m").create(&ctx).await?;
         let message = wait_unschedulable(&ctx, "mine", "Insufficient cpu").await?;
         ensure!(
             message.contains("0/1 nodes are unavailable"),
@@ -105,7 +109,7 @@ pub fn plain_pod(env: Env) -> BoxFuture<'static, Result<()>> {
         let bound = ctx.bound_pods().await?;
         ensure!(
             !bound.contains_key("mine"),
-            "expected pod mine unbound while only 1 of 4 cpus is free, got {bound:?}"
+            "expected pod mine (1.5 cpus) unbound while only 1 of 4 cpus is free, got {bound:?}"
         );
 
         let second = single(ctx.nodes("b", 1, "4", "8Gi", 110).await?)?;

@@ -4,6 +4,9 @@ pub mod allocate;
 pub mod backfill;
 pub mod enqueue;
 pub mod helper;
+pub mod preempt;
+pub mod reclaim;
+mod victims;
 
 use crate::framework::Session;
 
@@ -11,13 +14,15 @@ use crate::framework::Session;
 pub type ActionFn = fn(&mut Session);
 
 /// Actions this build implements, by their Volcano names.
-pub const KNOWN_ACTIONS: &[&str] = &["enqueue", "allocate", "backfill"];
+pub const KNOWN_ACTIONS: &[&str] = &["enqueue", "allocate", "preempt", "reclaim", "backfill"];
 
 pub fn action_by_name(name: &str) -> Option<ActionFn> {
     match name {
         "enqueue" => Some(enqueue::execute),
         "allocate" => Some(allocate::execute),
         "backfill" => Some(backfill::execute),
+        "preempt" => Some(preempt::execute),
+        "reclaim" => Some(reclaim::execute),
         _ => None,
     }
 }

@@ -4,6 +4,7 @@
 mod close;
 pub mod decisions;
 mod dispatch;
+mod eviction;
 pub mod heap;
 pub mod plugin;
 pub mod session;
