@@ -604,6 +604,10 @@ impl Metrics {
         if let Some(jobs) = d.unschedulable_jobs {
             self.unschedule_job_count.set(count(jobs));
         }
+        self.preemption_attempts.inc_by(d.preemption_attempts as u64);
+        if let Some(victims) = d.preemption_victims {
+            self.preemption_victims.set(count(victims));
+        }
         self.schedule_attempts
             .with_label_values(&[ATTEMPT_UNSCHEDULABLE])
             .inc_by(d.unschedulable_tasks as u64);

@@ -1136,26 +1136,53 @@ fn record_pid(log_dir: &Path, pid: u32) {
 }
 
 /// Kills the daemons listed in `<log_dir>/pids` that are still running against `kubeconfig`
-/// (checked against `/proc/<pid>/cmdline`, so a reused pid, or a daemon of a runner using
-/// another cluster, is left alone), then removes the file. Returns how many were killed.
+/// and whose runner is gone (checked in `/proc`, so a reused pid, a daemon of a runner using
+/// another cluster, or one of a runner still at work is left alone). The file keeps only the
+/// daemons left running. Returns how many were killed.
 pub fn kill_leftover_daemons(log_dir: &Path, kubeconfig: &Path) -> usize {
     let path = log_dir.join("pids");
     let Ok(text) = std::fs::read_to_string(&path) else {
         return 0;
     };
     let mut killed = 0;
+    let mut kept = String::new();
     for pid in text.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if is_e2e_daemon(&cmdline, kubeconfig) {
-            let ok = std::process::Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status()
-                .is_ok_and(|s| s.success());
-            killed += usize::from(ok);
+        if !is_e2e_daemon(&cmdline, kubeconfig) {
+            continue;
         }
+        if parent_is_runner(pid) {
+            kept.push_str(&format!("{pid}\n"));
+            continue;
+        }
+        let ok = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        killed += usize::from(ok);
     }
-    let _ = std::fs::remove_file(&path);
+    let _ = if kept.is_empty() {
+        std::fs::remove_file(&path)
+    } else {
+        std::fs::write(&path, kept)
+    };
     killed
+}
+
+/// True when the parent of `pid` is a live `volcano-rs-e2e` (a runner still using it).
+fn parent_is_runner(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ppid …`; comm may contain spaces and parentheses.
+    let Some(ppid) = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+    else {
+        return false;
+    };
+    std::fs::read_to_string(format!("/proc/{ppid}/comm"))
+        .is_ok_and(|comm| comm.trim() == "volcano-rs-e2e")
 }
 
 /// A `volcano-rs run` this harness started against `kubeconfig`: scheduler name `e2e-…`.

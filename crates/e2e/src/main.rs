@@ -39,6 +39,8 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("config-reload", tests::reload::config_reload),
     ("restart-safety", tests::restart::restart_safety),
     ("leader-election", tests::leader::leader_election),
+    ("preemption", tests::evict::preemption),
+    ("reclaim", tests::evict::reclaim),
 ];
 
 const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]

@@ -3,6 +3,7 @@
 
 pub mod badinput;
 pub mod basic;
+pub mod evict;
 pub mod leader;
 pub mod reload;
 pub mod restart;

@@ -23,7 +23,7 @@ use crate::model::{JobId, NodeId, QueueId, TaskId};
 use super::helper::{PredicateHelper, prioritize_nodes};
 use super::victims::{
     Contest, Rules, pending_tasks, place_without_eviction, predicate_cache_enabled,
-    preempt_on_node, sanitize_victims,
+    preempt_on_first_node, sanitize_victims,
 };
 
 /// The action's name, as configured and as recorded on its evictions.
@@ -231,7 +231,7 @@ fn normal_preempt(
         allocatable_in: Some(queue),
         contest: Contest::Jobs,
     };
-    for node in nodes {
+    preempt_on_first_node(ssn, stmt, task, nodes, rules, &|ssn, node| {
         let preemptees: Vec<TaskId> = ssn
             .state
             .node(node)
@@ -241,23 +241,15 @@ fn normal_preempt(
             .filter(|&t| may_preempt(ssn, task, t, scope))
             .collect();
         if preemptees.is_empty() {
-            continue;
+            return Vec::new();
         }
         let victims = sanitize_victims(ssn.preemptable(task, &preemptees), &preemptees);
-        if victims.is_empty() {
-            continue;
-        }
-        match preempt_on_node(ssn, stmt, task, node, &victims, rules) {
-            Ok(()) => return Ok(()),
-            Err(reason) => tracing::debug!(
-                task = ssn.state.task(task).key(),
-                node = ssn.state.node(node).name(),
-                %reason,
-                "node not used for preemption"
-            ),
-        }
-    }
-    Err("no node where preemption lets the task fit".to_string())
+        // `volcano_pod_preemption_victims` / `volcano_total_preemption_attempts` (Volcano sets
+        // them per node considered).
+        ssn.state.decisions.preemption_attempts += 1;
+        ssn.state.decisions.preemption_victims = Some(victims.len());
+        victims
+    })
 }
 
 /// `SortNodes(PrioritizeNodes(…))`: best score first, ties in search order. A scoring failure

@@ -20,7 +20,7 @@ use crate::model::{JobId, QueueId, TaskId, TaskStatus};
 use super::helper::PredicateHelper;
 use super::victims::{
     Contest, Rules, pending_tasks, place_without_eviction, predicate_cache_enabled,
-    preempt_on_node, sanitize_victims,
+    preempt_on_first_node, sanitize_victims,
 };
 
 /// The action's name, as configured and as recorded on its evictions.
@@ -122,7 +122,7 @@ fn reclaim_for_task(
         allocatable_in: None,
         contest: Contest::Queues,
     };
-    for node in feasible {
+    preempt_on_first_node(ssn, stmt, task, feasible, rules, &|ssn, node| {
         let reclaimees: Vec<TaskId> = ssn
             .state
             .node(node)
@@ -132,30 +132,17 @@ fn reclaim_for_task(
             .filter(|&t| reclaimable_from(ssn, t, queue))
             .collect();
         if reclaimees.is_empty() {
-            continue;
+            return Vec::new();
         }
         // Hand the candidates over in eviction order: Volcano's capacity plugin sorts them
         // itself (its running totals depend on the order); other plugins do not care.
         let mut heap = ssn.build_victims_priority_queue(&reclaimees, task);
-        let mut reclaimees = Vec::with_capacity(reclaimees.len());
+        let mut ordered = Vec::with_capacity(reclaimees.len());
         while let Some(t) = heap.pop(|a, b| ssn.victim_before(a, b, task)) {
-            reclaimees.push(t);
+            ordered.push(t);
         }
-        let victims = sanitize_victims(ssn.reclaimable(task, &reclaimees), &reclaimees);
-        if victims.is_empty() {
-            continue;
-        }
-        match preempt_on_node(ssn, stmt, task, node, &victims, rules) {
-            Ok(()) => return Ok(()),
-            Err(reason) => tracing::debug!(
-                task = ssn.state.task(task).key(),
-                node = ssn.state.node(node).name(),
-                %reason,
-                "node not used for reclaim"
-            ),
-        }
-    }
-    Err("no node where reclaiming lets the task fit".to_string())
+        sanitize_victims(ssn.reclaimable(task, &ordered), &ordered)
+    })
 }
 
 /// The reclaimee filter of §6.5: a `Running` (only), preemptable task of a session job in
@@ -197,10 +184,11 @@ mod tests {
     fn reclaims_from_an_overused_queue() {
         let mut ssn = overused_cluster(true).session(&conf("reclaim"));
         run(&mut ssn, "reclaim");
-        // The quota plugin permits the first candidate only: q1 is then at its deserved.
+        // Candidates arrive in victim order (highest pod index first); the quota plugin permits
+        // the first only: q1 is then at its deserved.
         assert_eq!(
             evictions(&ssn),
-            vec![("a-x-0".to_string(), "reclaim".to_string())]
+            vec![("a-x-2".to_string(), "reclaim".to_string())]
         );
         assert_eq!(pipelined_on(&ssn, "b-x-0").as_deref(), Some("n1"));
         assert!(ssn.state.task(task(&ssn, "b-x-0")).eviction_occurred);
@@ -353,7 +341,7 @@ mod tests {
         run(&mut ssn, "reclaim");
         assert_eq!(
             evictions(&ssn),
-            vec![("d-x-0".to_string(), "reclaim".to_string())]
+            vec![("d-x-1".to_string(), "reclaim".to_string())]
         );
         assert_eq!(pipelined_on(&ssn, "c-x-0").as_deref(), Some("n2"));
     }

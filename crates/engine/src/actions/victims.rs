@@ -130,6 +130,37 @@ pub(super) fn place_without_eviction(
     false
 }
 
+/// Tries the nodes in order: on each, `victims_on` names the victims the plugins allow there
+/// (empty: next node), and [`preempt_on_node`] evicts just enough of them. The first node where
+/// the task then fits wins. Shared by preempt and reclaim, which differ only in who may be a
+/// victim.
+pub(super) fn preempt_on_first_node(
+    ssn: &mut Session,
+    stmt: &mut Statement,
+    task: TaskId,
+    nodes: impl IntoIterator<Item = NodeId>,
+    rules: Rules,
+    victims_on: &dyn Fn(&mut Session, NodeId) -> Vec<TaskId>,
+) -> Result<(), String> {
+    for node in nodes {
+        let victims = victims_on(ssn, node);
+        if victims.is_empty() {
+            continue;
+        }
+        match preempt_on_node(ssn, stmt, task, node, &victims, rules) {
+            Ok(()) => return Ok(()),
+            Err(reason) => tracing::debug!(
+                task = ssn.state.task(task).key(),
+                node = ssn.state.node(node).name(),
+                action = rules.reason,
+                %reason,
+                "node not used"
+            ),
+        }
+    }
+    Err(format!("no node where {} lets the task fit", rules.reason))
+}
+
 /// One node attempt (§6.4.3 `normalPreempt`, §6.5 `reclaimForTask`): evict `victims` in victim
 /// order until `preemptor` fits (rule 1), spare the victims it does not need (rule 2), check
 /// that the freed resources will not be taken back (rule 3), and pipeline it. On success the

@@ -157,4 +157,8 @@ pub struct Decisions {
     pub actions_run: Vec<String>,
     /// Plugin hook durations, when the session was given a clock.
     pub plugin_timings: Vec<PluginTiming>,
+    /// Nodes the preempt action tried for a preemptor (`volcano_total_preemption_attempts`).
+    pub preemption_attempts: usize,
+    /// Victims the plugins proposed on the last node tried (`volcano_pod_preemption_victims`).
+    pub preemption_victims: Option<usize>,
 }

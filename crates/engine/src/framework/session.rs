@@ -481,7 +481,14 @@ fn build_state(
             tracing::warn!(error = %e, "task not added to its node");
         }
         if let Some(j) = job {
-            jobs[j.index()].add_task(id, &task);
+            let info = &mut jobs[j.index()];
+            // A standalone pod's job stands for the PodGroup Volcano's controller would create
+            // for it, whose minResources are the pod's requests (spec/kubernetes.md §4.6), so
+            // the enqueue gate judges it as Volcano would.
+            if info.implicit && info.min_resources.is_none() {
+                info.min_resources = Some(task.resreq().clone());
+            }
+            info.add_task(id, &task);
         }
         tasks.push(task);
     }

@@ -420,3 +420,45 @@ fn pod_groups_of_other_schedulers_are_not_written() {
     );
     assert!(d.queue_allocations.iter().all(|q| q.queue != "other-q"));
 }
+
+#[test]
+fn standalone_pod_job_reserves_its_own_request_as_minimum() {
+    let mut s = cluster();
+    s.upsert_pod(
+        serde_json::from_value(json!({
+            "metadata": {"name": "lone", "namespace": "ns", "uid": "ulone"},
+            "spec": {"schedulerName": "volcano-rs", "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]},
+            "status": {"phase": "Pending"}
+        }))
+        .expect("pod"),
+    );
+    let ssn = open_on(&s);
+    let job = ssn
+        .state
+        .jobs
+        .iter()
+        .find(|j| j.implicit)
+        .expect("implicit job");
+    // As the PodGroup Volcano's controller would create for it (kubernetes.md §4.6).
+    assert_eq!(
+        job.min_resources.as_ref().map(|r| r.milli_cpu),
+        Some(3000.0)
+    );
+    assert_eq!(job.min_available, 1);
+}
+
+fn open_on(s: &ClusterState) -> Session {
+    let known = KnownNames {
+        actions: &["allocate"],
+        plugins: &["a"],
+    };
+    let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
+    Session::open(
+        &s.snapshot(),
+        Arc::new(conf),
+        &registry(),
+        SessionOptions::default(),
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        "s".into(),
+    )
+}
