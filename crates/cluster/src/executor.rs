@@ -94,6 +94,12 @@ impl Executor {
                 tracing::debug!(pod = %b.pod, "pod gone before its bind was assumed");
             }
         }
+        // Victims are Releasing from now on in our view, so the next session neither counts
+        // them as running nor evicts more pods for the same preemptor.
+        let now = Timestamp::now();
+        for e in &decisions.evictions {
+            state.assume_eviction(&e.pod, now);
+        }
     }
 
     /// Performs every write the decisions call for. Returns when all calls finished.
@@ -380,7 +386,8 @@ impl Executor {
             Ok(_) => self.metrics.evictions(&e.action, 1),
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(err) => {
-                tracing::warn!(pod = %e.pod, error = %err, "eviction delete failed; decided again next cycle")
+                tracing::warn!(pod = %e.pod, error = %err, "eviction delete failed; decided again next cycle");
+                self.shared.lock().rollback_eviction(&e.pod);
             }
         }
     }

@@ -604,7 +604,8 @@ impl Metrics {
         if let Some(jobs) = d.unschedulable_jobs {
             self.unschedule_job_count.set(count(jobs));
         }
-        self.preemption_attempts.inc_by(d.preemption_attempts as u64);
+        self.preemption_attempts
+            .inc_by(d.preemption_attempts as u64);
         if let Some(victims) = d.preemption_victims {
             self.preemption_victims.set(count(victims));
         }

@@ -82,6 +82,9 @@ pub struct ClusterState {
     /// Pods we decided to bind whose binding the API server has not shown yet: key → the pod
     /// as last observed (what a failed bind rolls back to).
     assumed: Arc<BTreeMap<String, Arc<Pod>>>,
+    /// Pods we decided to evict whose deletion the API server has not shown yet: key → the pod
+    /// as last observed.
+    evicting: Arc<BTreeMap<String, Arc<Pod>>>,
     next_node_seq: u64,
 }
 
@@ -149,6 +152,16 @@ impl ClusterState {
             }
             Arc::make_mut(&mut self.assumed).remove(&key);
         }
+        if self.evicting.contains_key(&key) {
+            // Until the API server shows the deletion, the pod stays Releasing in our view: an
+            // update from before the delete (e.g. the eviction conditions) must not make it
+            // look running again, or the next session would pick more victims.
+            if pod.metadata.deletion_timestamp.is_none() {
+                Arc::make_mut(&mut self.evicting).insert(key, Arc::new(pod));
+                return false;
+            }
+            Arc::make_mut(&mut self.evicting).remove(&key);
+        }
         self.insert_pod(key, pod)
     }
 
@@ -197,10 +210,40 @@ impl ClusterState {
         self.assumed.len()
     }
 
+    /// Marks a decided eviction as under way (the pod becomes Releasing at once, as Volcano's
+    /// cache does), so the next session neither counts the pod as running nor picks more
+    /// victims for the same preemptor. `now` stamps the assumed deletion. Returns false when the
+    /// pod is gone.
+    pub fn assume_eviction(&mut self, key: &str, now: k8s_openapi::jiff::Timestamp) -> bool {
+        let Some(spec) = self.pods.get(key) else {
+            return false;
+        };
+        if spec.pod.metadata.deletion_timestamp.is_some() {
+            return true;
+        }
+        let observed = spec.pod.clone();
+        let mut pod = (*observed).clone();
+        pod.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
+        Arc::make_mut(&mut self.evicting).insert(key.to_string(), observed);
+        self.insert_pod(key.to_string(), pod);
+        true
+    }
+
+    /// An eviction failed: the pod returns to what the API server last showed.
+    pub fn rollback_eviction(&mut self, key: &str) {
+        if let Some(observed) = Arc::make_mut(&mut self.evicting).remove(key) {
+            self.insert_pod(key.to_string(), (*observed).clone());
+        }
+    }
+
     pub fn delete_pod(&mut self, namespace: &str, name: &str) {
         let key = format!("{namespace}/{name}");
         if self.assumed.contains_key(&key) {
             Arc::make_mut(&mut self.assumed).remove(&key);
+        }
+        if self.evicting.contains_key(&key) {
+            Arc::make_mut(&mut self.evicting).remove(&key);
         }
         if self.pods.contains_key(&key) {
             Arc::make_mut(&mut self.pods).remove(&key);

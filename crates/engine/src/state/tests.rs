@@ -123,3 +123,40 @@ fn assumed_bind_survives_stale_updates_and_rolls_back() {
     // The dump shows the observed objects.
     assert_eq!(s.observed_objects().pods.len(), 1);
 }
+
+#[test]
+fn assumed_eviction_keeps_the_pod_releasing_until_the_deletion_is_seen() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_pod(pod("v", "volcano-rs", Some("n1"), "Running"));
+    let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+    assert!(s.assume_eviction("ns/v", now));
+    assert_eq!(
+        s.pod("ns/v").map(|p| p.status),
+        Some(crate::model::TaskStatus::Releasing)
+    );
+    // The status update with the eviction conditions arrives before the delete: still Releasing.
+    s.upsert_pod(pod("v", "volcano-rs", Some("n1"), "Running"));
+    assert_eq!(
+        s.pod("ns/v").map(|p| p.status),
+        Some(crate::model::TaskStatus::Releasing)
+    );
+    // The delete failed: back to running.
+    s.rollback_eviction("ns/v");
+    assert_eq!(
+        s.pod("ns/v").map(|p| p.status),
+        Some(crate::model::TaskStatus::Running)
+    );
+    // Evicted again, and this time the API server shows the deletion.
+    assert!(s.assume_eviction("ns/v", now));
+    let mut deleting = pod("v", "volcano-rs", Some("n1"), "Running");
+    deleting.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
+    s.upsert_pod(deleting);
+    s.rollback_eviction("ns/v"); // nothing left to roll back
+    assert_eq!(
+        s.pod("ns/v").map(|p| p.status),
+        Some(crate::model::TaskStatus::Releasing)
+    );
+    s.delete_pod("ns", "v");
+    assert_eq!(s.pod_count(), 0);
+}
