@@ -14,7 +14,7 @@ simulate:
 	$(CARGO) run --release -q -p volcano-rs -- simulate $(EXAMPLE)
 
 ## Formatting, lints, and every test (unit, scenario, property).
-test: fmt-check clippy unit e2e
+test: fmt-check clippy unit chart-lint manifests-check e2e
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -65,3 +65,25 @@ cluster-up:
 ## Stop the cluster and remove its state.
 cluster-down:
 	./e2e/cluster-down.sh
+
+## Helm chart (charts/volcano-rs) and the rendered install manifest (deploy/volcano-rs.yaml).
+.PHONY: helm chart-lint manifests manifests-check
+
+## Build (once, cached outside the clone) the pinned helm v3 from the Go module proxy.
+helm:
+	./e2e/build-helm.sh
+
+## helm lint --strict, helm template with defaults and with every option on plus checks of the
+## output, then `kubectl apply --dry-run=server` of the renders against the local control plane
+## (the running e2e cluster, or one brought up and down for the check).
+chart-lint:
+	./scripts/chart-lint.sh
+	./e2e/chart-dry-run.sh
+
+## Regenerate deploy/volcano-rs.yaml from the chart's defaults.
+manifests:
+	./scripts/render-manifests.sh
+
+## Fail when deploy/volcano-rs.yaml is not what `make manifests` would write.
+manifests-check:
+	./scripts/render-manifests.sh --check
