@@ -41,6 +41,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("leader-election", tests::leader::leader_election),
     ("preemption", tests::evict::preemption),
     ("reclaim", tests::evict::reclaim),
+    ("rbac", tests::rbac::rbac),
 ];
 
 const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]

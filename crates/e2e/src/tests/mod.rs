@@ -5,5 +5,6 @@ pub mod badinput;
 pub mod basic;
 pub mod evict;
 pub mod leader;
+pub mod rbac;
 pub mod reload;
 pub mod restart;
