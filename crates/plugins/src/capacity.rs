@@ -1213,7 +1213,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::testutil::{StateLookup, TestCluster, allocate, pod, pod_group};
+    use crate::testutil::{
+        StateLookup, TestCluster, allocate, pending, queued_group as group, running,
+    };
     use engine::conf::{ArgValue, PluginOption};
     use engine::framework::{Decisions, Session};
     use proptest::prelude::*;
@@ -1721,39 +1723,6 @@ mod tests {
             },
             "spec": spec
         })
-    }
-
-    /// A PodGroup `ns/<name>` in `queue` with the given phase and optional minResources.
-    fn group(name: &str, queue: &str, phase: &str, min_resources: Option<Value>) -> Value {
-        let mut pg = pod_group("ns", name, 1);
-        pg["spec"]["queue"] = json!(queue);
-        pg["status"] = json!({"phase": phase});
-        if let Some(min) = min_resources {
-            pg["spec"]["minResources"] = min;
-        }
-        pg
-    }
-
-    fn running(c: &mut TestCluster, name: &str, group: &str, cpu: &str) {
-        c.pod(pod(
-            "ns",
-            name,
-            Some(group),
-            "Running",
-            Some("n1"),
-            json!({"cpu": cpu}),
-        ));
-    }
-
-    fn pending(c: &mut TestCluster, name: &str, group: &str, cpu: &str) {
-        c.pod(pod(
-            "ns",
-            name,
-            Some(group),
-            "Pending",
-            None,
-            json!({"cpu": cpu}),
-        ));
     }
 
     /// A running job `<name>` in `queue` holding `cpu`, its minimum (so nothing is elastic).

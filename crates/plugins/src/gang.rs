@@ -259,10 +259,7 @@ fn schedulable_task_num(ssn: &SessionState, job: JobId) -> i32 {
 fn releasing_tasks_fill_the_gang(ssn: &SessionState, job: JobId) -> bool {
     let releasing = ssn
         .job_tasks_in(job, TaskStatus::Releasing)
-        .filter(|&t| {
-            let task = ssn.task(t);
-            task.node.is_some() || task.foreign_node.is_some()
-        })
+        .filter(|&t| ssn.task(t).has_node())
         .count();
     if releasing == 0 {
         return false;

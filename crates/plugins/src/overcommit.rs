@@ -12,6 +12,7 @@
 //! `JobEnqueueable` only sees the session read-only, so the events are queued here and recorded
 //! by the close hook.
 
+use crate::fairness::format_resource_names;
 use std::sync::{Mutex, PoisonError};
 
 use engine::conf::Arguments;
@@ -155,15 +156,6 @@ impl Plugin for OvercommitPlugin {
                 .add(&j.deduct_sch_gated_resources(&ssn.tasks, min));
         }
     }
-}
-
-/// `util.FormatResourceNames`: `"<prefix>: <verb> <r1>, <verb> <r2>"`, or just the prefix.
-fn format_resource_names(prefix: &str, verb: &str, names: &[String]) -> String {
-    if names.is_empty() {
-        return prefix.to_string();
-    }
-    let parts: Vec<String> = names.iter().map(|n| format!("{verb} {n}")).collect();
-    format!("{prefix}: {}", parts.join(", "))
 }
 
 #[cfg(test)]

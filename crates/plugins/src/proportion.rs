@@ -490,7 +490,7 @@ impl Plugin for Proportion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
+    use crate::testutil::{StateLookup, TestCluster, pending, pod, queued_group as group, running};
     use engine::framework::{Decisions, Event, EventType, Session, Statement};
     use engine::model::ResourceName;
     use proptest::prelude::*;
@@ -867,39 +867,6 @@ mod tests {
 
     fn queue(name: &str, spec: Value) -> Value {
         json!({"metadata": {"name": name, "creationTimestamp": "2023-01-01T00:00:00Z"}, "spec": spec})
-    }
-
-    /// A PodGroup `ns/<name>` in `queue` with the given phase and optional minResources.
-    fn group(name: &str, queue: &str, phase: &str, min_resources: Option<Value>) -> Value {
-        let mut pg = pod_group("ns", name, 1);
-        pg["spec"]["queue"] = json!(queue);
-        pg["status"] = json!({"phase": phase});
-        if let Some(min) = min_resources {
-            pg["spec"]["minResources"] = min;
-        }
-        pg
-    }
-
-    fn running(c: &mut TestCluster, name: &str, group: &str, cpu: &str) {
-        c.pod(pod(
-            "ns",
-            name,
-            Some(group),
-            "Running",
-            Some("n1"),
-            json!({"cpu": cpu}),
-        ));
-    }
-
-    fn pending(c: &mut TestCluster, name: &str, group: &str, cpu: &str) {
-        c.pod(pod(
-            "ns",
-            name,
-            Some(group),
-            "Pending",
-            None,
-            json!({"cpu": cpu}),
-        ));
     }
 
     fn queue_id(ssn: &Session, name: &str) -> QueueId {

@@ -227,3 +227,38 @@ impl StateLookup for SessionState {
             .unwrap_or_else(|| panic!("no node {name}"))
     }
 }
+
+/// A PodGroup `ns/<name>` in `queue` with the given phase and optional minResources.
+pub fn queued_group(name: &str, queue: &str, phase: &str, min_resources: Option<Value>) -> Value {
+    let mut pg = pod_group("ns", name, 1);
+    pg["spec"]["queue"] = json!(queue);
+    pg["status"] = json!({"phase": phase});
+    if let Some(min) = min_resources {
+        pg["spec"]["minResources"] = min;
+    }
+    pg
+}
+
+/// A Running pod `ns/<name>` of `group` on `n1` requesting `cpu`.
+pub fn running(c: &mut TestCluster, name: &str, group: &str, cpu: &str) {
+    c.pod(pod(
+        "ns",
+        name,
+        Some(group),
+        "Running",
+        Some("n1"),
+        json!({"cpu": cpu}),
+    ));
+}
+
+/// A Pending pod `ns/<name>` of `group` requesting `cpu`.
+pub fn pending(c: &mut TestCluster, name: &str, group: &str, cpu: &str) {
+    c.pod(pod(
+        "ns",
+        name,
+        Some(group),
+        "Pending",
+        None,
+        json!({"cpu": cpu}),
+    ));
+}

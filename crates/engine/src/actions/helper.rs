@@ -98,8 +98,10 @@ impl PredicateHelper {
             .job
             .map(|j| format!("{}/{}", ssn.state.job(j).uid, t.spec.role))
             .unwrap_or_default();
+        // Borrowed, not cloned: this runs for every task, and a role that keeps failing can
+        // have an entry for most nodes.
         let cached = if cache_on {
-            self.error_cache.get(&group).cloned()
+            self.error_cache.get(&group)
         } else {
             None
         };

@@ -90,7 +90,7 @@ impl Session {
         let releasing_on_node = self
             .state
             .job_tasks_in(job, TaskStatus::Releasing)
-            .filter(|t| self.state.task(*t).node.is_some())
+            .filter(|t| self.state.task(*t).has_node())
             .count() as i32;
         let scheduled = j.scheduled_task_num() + releasing_on_node;
         let completed = (j.count(TaskStatus::Failed) + j.count(TaskStatus::Succeeded)) as i32;

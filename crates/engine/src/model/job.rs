@@ -115,7 +115,6 @@ pub struct JobInfo {
 }
 
 impl JobInfo {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         uid: String,
         name: String,

@@ -18,7 +18,6 @@ pub struct NodeSpec {
     pub allocatable: Resource,
     pub capacity: Resource,
     pub revocable_zone: String,
-    pub labels_empty: bool,
 }
 
 impl NodeSpec {
@@ -60,7 +59,6 @@ impl NodeSpec {
                 .and_then(|l| l.get(keys::REVOCABLE_ZONE))
                 .cloned()
                 .unwrap_or_default(),
-            labels_empty: labels.is_none_or(|l| l.is_empty()),
             allocatable,
             capacity,
             node,

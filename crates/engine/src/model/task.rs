@@ -274,8 +274,6 @@ pub struct TaskInfo {
     pub job: Option<JobId>,
     pub status: TaskStatus,
     pub node: Option<NodeId>,
-    /// `spec.nodeName` when the pod names a node that is not in the session.
-    pub foreign_node: Option<String>,
     pub eviction_occurred: bool,
     /// Set by `Discard`, cleared by `Commit`: explains the pod's situation at close.
     pub last_transaction: Option<TransactionContext>,
@@ -284,17 +282,11 @@ pub struct TaskInfo {
 impl TaskInfo {
     pub fn new(spec: Arc<TaskSpec>, job: Option<JobId>, node: Option<NodeId>) -> Self {
         let status = spec.status;
-        let foreign_node = if node.is_none() {
-            spec.node_name.clone()
-        } else {
-            None
-        };
         TaskInfo {
             spec,
             job,
             status,
             node,
-            foreign_node,
             eviction_occurred: false,
             last_transaction: None,
         }
@@ -306,6 +298,12 @@ impl TaskInfo {
 
     pub fn key(&self) -> &str {
         &self.spec.key
+    }
+
+    /// Volcano's `NodeName != ""`: placed in this session, or naming a node (also one that is
+    /// not in the session).
+    pub fn has_node(&self) -> bool {
+        self.node.is_some() || self.spec.node_name.is_some()
     }
 }
 
