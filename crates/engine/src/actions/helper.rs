@@ -196,7 +196,8 @@ pub fn select_best_node(nodes: &[NodeId], scores: &[f64]) -> Option<NodeId> {
 }
 
 /// Chooses a node among feasible ones (§6.0.3): nodes where the request fits `Idle` first,
-/// then nodes where it fits only the future idle resources.
+/// then nodes where it fits only the future idle resources. Every feasible node already passed
+/// the future-idle check of [`allocate_predicate`], so that check is not repeated here.
 pub fn choose_node(ssn: &Session, task: TaskId, feasible: &[NodeId]) -> Option<NodeId> {
     let req = ssn.state.task(task).resreq();
     let (idle_fit, future_fit): (Vec<NodeId>, Vec<NodeId>) = feasible.iter().partition(|&&n| {
@@ -206,20 +207,12 @@ pub fn choose_node(ssn: &Session, task: TaskId, feasible: &[NodeId]) -> Option<N
         )
     });
     for group in [idle_fit, future_fit] {
-        let future_ok: Vec<NodeId> = group
-            .into_iter()
-            .filter(|&n| {
-                let node = ssn.state.node(n);
-                req.fits_future_idle(&node.idle, &node.releasing, &node.pipelined)
-                    .is_ok()
-            })
-            .collect();
-        match future_ok.len() {
+        match group.len() {
             0 => continue,
-            1 => return Some(future_ok[0]),
+            1 => return Some(group[0]),
             _ => {
-                if let Some(scores) = prioritize_nodes(ssn, task, &future_ok)
-                    && let Some(best) = select_best_node(&future_ok, &scores)
+                if let Some(scores) = prioritize_nodes(ssn, task, &group)
+                    && let Some(best) = select_best_node(&group, &scores)
                 {
                     return Some(best);
                 }
