@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds, once, the pinned etcd, kube-apiserver, kubectl and kwok binaries from
+# Builds, once, the pinned etcd, kube-apiserver, kube-controller-manager (only its
+# ResourceQuota controller is run), kubectl and kwok binaries from
 # the Go module proxy into $E2E_BIN (outside the clone, keyed by version). A
 # stamp file marks a complete build, so later calls return at once.
 #
@@ -15,7 +16,7 @@ case ${1-} in
 *) e2e_die "usage: $0 [--force]" ;;
 esac
 
-BINARIES=(etcd kube-apiserver kubectl kwok)
+BINARIES=(etcd kube-apiserver kube-controller-manager kubectl kwok)
 STAMP=$E2E_BIN/.stamp
 
 complete() {
@@ -90,10 +91,11 @@ e2e_log "building etcd $E2E_ETCD_VERSION"
 gobuild etcd -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 e2e_log "building kwok $E2E_KWOK_VERSION"
 gobuild kwok -ldflags "-s -w" -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok
-e2e_log "building kube-apiserver and kubectl $E2E_K8S_VERSION (the long one: ~8 min cold on 2 cores)"
+e2e_log "building kube-apiserver, kube-controller-manager and kubectl $E2E_K8S_VERSION (the long one: ~10 min cold on 2 cores)"
 # `-o DIR/` writes one binary per main package.
 gobuild k8s -ldflags "$k8s_ldflags" -o "$tmp/" \
-	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kubectl
 
 # kwok refuses to start without Stage definitions; take the upstream "fast"
 # stages from the very module version that was built.

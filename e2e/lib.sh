@@ -13,7 +13,7 @@ E2E_K8S_VERSION=v1.36.3
 E2E_ETCD_VERSION=v3.6.14
 E2E_KWOK_VERSION=v0.8.0
 # Bump when the way the binaries are built changes, to force a rebuild.
-E2E_RECIPE=1
+E2E_RECIPE=2
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 E2E_REPO=$(cd "$E2E_DIR/.." && pwd)

@@ -1135,6 +1135,10 @@ impl Plugin for Capacity {
     }
 
     /// §5.8. A quota rejection, or a queue cut off from the tree, is reported on the PodGroup.
+    fn enqueue_rejection(&self, _ssn: &SessionState, job: JobId) -> Option<String> {
+        self.rejections.message_for(job)
+    }
+
     fn job_enqueueable(&self, ssn: &SessionState, job_id: JobId) -> i32 {
         if !self.ready {
             return REJECT;

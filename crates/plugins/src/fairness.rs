@@ -180,6 +180,17 @@ impl EnqueueRejections {
             .push((job, message));
     }
 
+    /// The message of this session's last rejection of `job`, if any.
+    pub fn message_for(&self, job: JobId) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .rev()
+            .find(|(j, _)| *j == job)
+            .map(|(_, m)| m.clone())
+    }
+
     /// Records every collected rejection as a Normal `Unschedulable` event on its PodGroup.
     pub fn emit(&mut self, ssn: &mut SessionState) {
         let rejections = std::mem::take(self.0.get_mut().unwrap_or_else(PoisonError::into_inner));

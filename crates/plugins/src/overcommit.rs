@@ -123,6 +123,16 @@ impl Plugin for OvercommitPlugin {
         }
     }
 
+    fn enqueue_rejection(&self, _ssn: &SessionState, job: JobId) -> Option<String> {
+        self.rejections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .rev()
+            .find(|(j, _)| *j == job)
+            .map(|(_, m)| m.clone())
+    }
+
     /// §10.3: permit when `inqueue + min` fits into `idle` on the requested dimensions.
     fn job_enqueueable(&self, ssn: &SessionState, job: JobId) -> i32 {
         let j = ssn.job(job);

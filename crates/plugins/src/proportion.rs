@@ -437,6 +437,10 @@ impl Plugin for Proportion {
     }
 
     /// §4.9. A rejection for lack of quota is reported on the PodGroup.
+    fn enqueue_rejection(&self, _ssn: &SessionState, job: JobId) -> Option<String> {
+        self.rejections.message_for(job)
+    }
+
     fn job_enqueueable(&self, ssn: &SessionState, job_id: JobId) -> i32 {
         let job = ssn.job(job_id);
         let Some(queue) = job.queue else {

@@ -36,9 +36,22 @@ pub fn execute(ssn: &mut Session) {
             continue;
         };
         // PodGroups without minResources are admitted without asking the plugins.
-        if ssn.state.job(job).min_resources.is_none() || ssn.job_enqueueable(job) {
-            ssn.job_enqueued(job);
-            ssn.state.jobs[job.index()].status.phase = phase::INQUEUE.to_string();
+        let verdict = if ssn.state.job(job).min_resources.is_none() {
+            Ok(())
+        } else {
+            ssn.job_enqueueable_or_reason(job)
+        };
+        match verdict {
+            Ok(()) => {
+                ssn.job_enqueued(job);
+                ssn.state.jobs[job.index()].status.phase = phase::INQUEUE.to_string();
+            }
+            // Not Volcano's: it keeps the reason in an event only. Kept as the job's fit error,
+            // it reaches the PodGroup condition and the pods (docs/architecture.md).
+            Err(reason) if !reason.is_empty() => {
+                ssn.state.jobs[job.index()].job_fit_errors = reason;
+            }
+            Err(_) => {}
         }
         queues.push(q, |a, b| ssn.queue_order(a, b));
     }

@@ -266,22 +266,32 @@ impl Session {
         gate: Gate,
         vote: impl Fn(&dyn super::plugin::Plugin) -> i32,
     ) -> bool {
+        self.tiered_vote_rejector(point, gate, vote).is_none()
+    }
+
+    /// The tier-aware vote; `Some(instance)` names the plugin whose Reject decided it.
+    fn tiered_vote_rejector(
+        &self,
+        point: EP,
+        gate: Gate,
+        vote: impl Fn(&dyn super::plugin::Plugin) -> i32,
+    ) -> Option<usize> {
         for tier in 0..self.tier_count {
             let mut permitted = false;
             for s in self.tier_slots(tier, point, Some(gate)) {
                 let v = vote(self.instances[s.instance].as_ref());
                 if v < 0 {
-                    return false;
+                    return Some(s.instance);
                 }
                 if v > 0 {
                     permitted = true;
                 }
             }
             if permitted {
-                return true;
+                return None;
             }
         }
-        true
+        None
     }
 
     /// `JobPipelined`: tier-aware vote (§3.3.5).
@@ -296,6 +306,19 @@ impl Session {
         self.tiered_vote(EP::JOB_ENQUEUEABLE, Gate::JobEnqueued, |p| {
             p.job_enqueueable(&self.state, job)
         })
+    }
+
+    /// `JobEnqueueable` that also says why: `Err(reason)` when a plugin rejected the job, with
+    /// that plugin's explanation (empty when it gives none).
+    pub fn job_enqueueable_or_reason(&self, job: JobId) -> Result<(), String> {
+        match self.tiered_vote_rejector(EP::JOB_ENQUEUEABLE, Gate::JobEnqueued, |p| {
+            p.job_enqueueable(&self.state, job)
+        }) {
+            None => Ok(()),
+            Some(i) => Err(self.instances[i]
+                .enqueue_rejection(&self.state, job)
+                .unwrap_or_default()),
+        }
     }
 
     /// `JobEnqueued`: every enabled registrant, for its side effects.

@@ -169,6 +169,12 @@ pub trait Plugin: Send + Sync {
     fn job_enqueueable(&self, _ssn: &SessionState, _job: JobId) -> i32 {
         ABSTAIN
     }
+    /// Why this plugin's `job_enqueueable` rejected the job in this session, if it did. The
+    /// enqueue action keeps it as the job's fit error, so the PodGroup's Unschedulable
+    /// condition and the pods' `PodScheduled` message say why the job is not admitted.
+    fn enqueue_rejection(&self, _ssn: &SessionState, _job: JobId) -> Option<String> {
+        None
+    }
     fn job_enqueued(&mut self, _ssn: &SessionState, _job: JobId) {}
     fn job_starving(&self, _ssn: &SessionState, _job: JobId) -> bool {
         false
