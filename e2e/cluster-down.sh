@@ -36,6 +36,7 @@ stop() {
 
 # Clients first, storage last, so that nothing logs errors about a vanished
 # backend on the way down.
+stop kube-controller-manager
 stop kwok
 stop kube-apiserver
 stop etcd

@@ -60,7 +60,8 @@ report() {
 
 running=$(e2e_pids)
 if [[ -n $running ]]; then
-	if [[ $(e2e_pids etcd) && $(e2e_pids kube-apiserver) && $(e2e_pids kwok) ]] &&
+	if [[ $(e2e_pids etcd) && $(e2e_pids kube-apiserver) && $(e2e_pids kwok) &&
+		$(e2e_pids kube-controller-manager) ]] &&
 		apiserver_ready && kwok_healthy; then
 		e2e_log "already running"
 		install_crds
@@ -196,9 +197,9 @@ start etcd --name=volcano-rs-e2e --data-dir="$E2E_ETCD_DATA" \
 wait_ready etcd 30 etcd_healthy
 
 e2e_log "starting kube-apiserver on $E2E_SERVER"
-# No kube-controller-manager runs, hence: ServiceAccount admission off (nobody
-# creates the default ServiceAccounts) and TaintNodesByCondition off (nobody
-# would lift the not-ready taint from new nodes). No kubernetes-Service
+# Only the quota controller of kube-controller-manager runs, hence: ServiceAccount
+# admission off (nobody creates the default ServiceAccounts) and
+# TaintNodesByCondition off (nobody would lift the not-ready taint from new nodes). No kubernetes-Service
 # endpoint reconciler: its only address would be loopback, which Endpoints
 # validation rejects. Priority-and-fairness and in-flight limits off, as
 # kwokctl does, so the scheduler under test is the only throttle.
@@ -246,6 +247,16 @@ e2e_log "starting kwok (manages nodes labelled $E2E_KWOK_LABEL_KEY=$E2E_KWOK_LAB
 } >"$E2E_RUN/kwok.yaml"
 start kwok --kubeconfig="$E2E_KUBECONFIG" --config="$E2E_RUN/kwok.yaml"
 wait_ready kwok 60 kwok_healthy
+
+e2e_log "starting kube-controller-manager (the ResourceQuota controller only)"
+# The resourcequota plugin reads a ResourceQuota's status.hard/status.used, which only the
+# quota controller writes. Nothing else of the controller-manager runs: no leader election,
+# no serving port, no service-account token controller (ServiceAccount admission is off).
+start kube-controller-manager --kubeconfig="$E2E_KUBECONFIG" \
+	--controllers=resourcequota --leader-elect=false --secure-port=0 \
+	--resource-quota-sync-period=10s --concurrent-resource-quota-syncs=2
+kcm_running() { sleep 1; [[ -n $(e2e_pids kube-controller-manager) ]]; }
+wait_ready kube-controller-manager 30 kcm_running
 
 started=true
 e2e_log "started in $((SECONDS - t0))s"

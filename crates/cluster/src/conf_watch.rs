@@ -171,6 +171,7 @@ mod tests {
             "nodeorder",
             "binpack",
         ],
+        strict: true,
     };
 
     const V1: &str = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n";
@@ -219,6 +220,7 @@ mod tests {
         let known = KnownNames {
             actions: KNOWN.actions,
             plugins: &["priority", "gang", "conformance"],
+            strict: true,
         };
         let err = ConfSource::load(None, &known).unwrap_err().to_string();
         assert!(

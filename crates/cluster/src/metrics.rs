@@ -297,6 +297,7 @@ pub struct Metrics {
     bind_errors: IntCounter,
     pods_evicted: IntCounterVec,
     config_reloads: IntCounterVec,
+    skipped_plugins: GaugeVec,
     leader: IntGauge,
     scrape_requests: IntCounterVec,
     scrape_in_flight: IntGauge,
@@ -537,6 +538,15 @@ impl Metrics {
                 ),
             ),
             config_reloads,
+            skipped_plugins: register(
+                r,
+                gauge_vec(
+                    "config_skipped_plugins",
+                    "1 for each plugin the configuration in force names but this build does not \
+                     provide (skipped; the rest of the configuration runs)",
+                    &["plugin"],
+                ),
+            ),
             leader: register(
                 r,
                 int_gauge(
@@ -791,6 +801,14 @@ impl Metrics {
     pub fn config_reload(&self, ok: bool) {
         let result = if ok { "success" } else { "failure" };
         self.config_reloads.with_label_values(&[result]).inc();
+    }
+
+    /// The plugins skipped by the configuration in force (replaces the previous set).
+    pub fn set_skipped_plugins(&self, names: &[String]) {
+        self.skipped_plugins.reset();
+        for name in names {
+            self.skipped_plugins.with_label_values(&[name]).set(1.0);
+        }
     }
 
     /// This replica gained (`true`) or lost the leadership.

@@ -252,17 +252,29 @@ impl TestCtx {
     /// test, and opens it through the status subresource (no Volcano controller does). Returns
     /// the full name.
     pub async fn queue(&self, name: &str, weight: i32) -> anyhow::Result<String> {
+        let spec = QueueSpec {
+            weight,
+            ..Default::default()
+        };
+        self.queue_with(name, spec, BTreeMap::new()).await
+    }
+
+    /// [`TestCtx::queue`] with any spec and annotations.
+    pub async fn queue_with(
+        &self,
+        name: &str,
+        spec: QueueSpec,
+        annotations: BTreeMap<String, String>,
+    ) -> anyhow::Result<String> {
         let full = format!("{}-{name}", self.name);
         let queue = Queue {
             metadata: ObjectMeta {
                 name: Some(full.clone()),
                 labels: Some(BTreeMap::from([self.label.clone()])),
+                annotations: Some(annotations).filter(|a| !a.is_empty()),
                 ..Default::default()
             },
-            spec: QueueSpec {
-                weight,
-                ..Default::default()
-            },
+            spec,
             status: None,
         };
         let api = self.queues_api();

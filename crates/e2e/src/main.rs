@@ -42,6 +42,8 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("preemption", tests::evict::preemption),
     ("reclaim", tests::evict::reclaim),
     ("rbac", tests::rbac::rbac),
+    ("resource-quota", tests::quota::resource_quota),
+    ("node-group", tests::nodegroup::node_group),
 ];
 
 const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]

@@ -127,6 +127,7 @@ pub fn conf(tiers: Vec<Vec<PluginOption>>) -> SchedulerConf {
         tiers: tiers.into_iter().map(|plugins| Tier { plugins }).collect(),
         configurations: Vec::new(),
         metrics: BTreeMap::new(),
+        skipped_plugins: Vec::new(),
     }
 }
 

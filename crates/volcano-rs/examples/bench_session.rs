@@ -160,6 +160,7 @@ fn main() {
     let known = KnownNames {
         actions: engine::actions::KNOWN_ACTIONS,
         plugins: &plugin_names,
+        strict: true,
     };
     let conf = match parse(DEFAULT_SCHEDULER_CONF, &known) {
         Ok(p) => Arc::new(p.conf),

@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Default: Volcano's embedded configuration.
     #[arg(long, value_name = "FILE")]
     pub scheduler_conf: Option<PathBuf>,
+    /// Refuse a configuration that names a plugin this build lacks, or configures an unknown
+    /// action, instead of skipping it with a warning (Volcano's behaviour, the default).
+    #[arg(long)]
+    pub strict_config: bool,
     /// Time between the end of one session and the start of the next.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub schedule_period: Duration,
@@ -193,6 +197,31 @@ fn self_reference(args: &RunArgs) -> ObjectRef {
     }
 }
 
+/// One Warning event per plugin the configuration names but this build lacks, so that
+/// `kubectl get events` shows why a policy the file asks for does not apply.
+fn skipped_plugin_events(
+    object: &ObjectRef,
+    file: Option<&std::path::Path>,
+    skipped: &[String],
+) -> Vec<SchedEvent> {
+    let file = file.map_or_else(
+        || "<embedded default>".to_string(),
+        |p| p.display().to_string(),
+    );
+    skipped
+        .iter()
+        .map(|name| SchedEvent {
+            object: object.clone(),
+            type_: EventType::Warning,
+            reason: "PluginSkipped".into(),
+            message: format!(
+                "{file}: plugin {name:?} is not provided by volcano-rs; it is skipped and the \
+                 rest of the configuration runs (--strict-config refuses such a file)"
+            ),
+        })
+        .collect()
+}
+
 /// Runs the daemon until SIGTERM/SIGINT.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let registry = plugins::registry();
@@ -200,6 +229,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let known = KnownNames {
         actions: engine::actions::KNOWN_ACTIONS,
         plugins: &plugin_names,
+        strict: args.strict_config,
     };
     let mut conf = ConfSource::load(args.scheduler_conf.clone(), &known)?;
     let listen = parse_addr(&args.listen_address)?;
@@ -336,6 +366,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut queues_ensured = false;
     let mut cycle: u64 = 0;
     let self_ref = self_reference(&args);
+    // The skipped plugins last reported as events; `None` until the leader first reports.
+    let mut reported_skips: Option<Vec<String>> = None;
+    metrics.set_skipped_plugins(&conf.current().skipped_plugins);
     loop {
         if *shutdown.borrow() {
             break;
@@ -363,6 +396,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 }
                 tracing::info!("scheduler configuration reloaded");
                 metrics.config_reload(true);
+                metrics.set_skipped_plugins(&conf.current().skipped_plugins);
             }
             ReloadOutcome::Refused { error } => {
                 tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
@@ -378,6 +412,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         }
         let current = conf.current();
+        if reported_skips.as_ref() != Some(&current.skipped_plugins) {
+            for event in skipped_plugin_events(&self_ref, conf.path(), &current.skipped_plugins) {
+                executor.publish(&event).await;
+            }
+            reported_skips = Some(current.skipped_plugins.clone());
+        }
         if !queues_ensured {
             let mut wanted = vec![(args.default_queue.clone(), true)];
             if current.plugin_options().any(|p| p.enable_hierarchy) {

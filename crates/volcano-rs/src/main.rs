@@ -56,6 +56,11 @@ struct SimulateArgs {
     #[arg(long, value_name = "FILE")]
     scheduler_conf: Option<PathBuf>,
 
+    /// Refuse a configuration that names a plugin this build lacks (default: skip it with a
+    /// warning, as Volcano does).
+    #[arg(long)]
+    strict_config: bool,
+
     /// Run at most N sessions (the run ends earlier after a session that changed nothing).
     #[arg(long, value_name = "N", default_value_t = simulate::DEFAULT_MAX_CYCLES,
           value_parser = parse_cycles)]
@@ -189,6 +194,7 @@ fn run_simulation(args: &SimulateArgs) -> Result<String, SimError> {
     let mut opts = SimOptions::new(args.now.unwrap_or_else(wall_clock));
     opts.scheduler_conf = scheduler_conf;
     opts.max_cycles = args.cycles;
+    opts.strict_config = args.strict_config;
     if !args.scheduler_names.is_empty() {
         opts.scheduler_names = args.scheduler_names.clone();
     }

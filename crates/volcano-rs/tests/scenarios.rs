@@ -5,7 +5,8 @@
 //!
 //! * `cluster.yaml` — the cluster (any input `simulate` accepts);
 //! * `scheduler.conf` — optional; the embedded default configuration otherwise;
-//! * `args.yaml` — optional: `{cycles: N, now: "<RFC 3339>", schedulerNames: [..]}`
+//! * `args.yaml` — optional: `{cycles: N, now: "<RFC 3339>", schedulerNames: [..],
+//!   strictConfig: bool}`
 //!   (default now `2026-01-01T00:00:00Z`, other defaults as the command's);
 //! * `expected.yaml` — a subset of the JSON report that must match (see [`matches`]), or
 //! * `expected-error.txt` — the simulation must fail with a message containing this text.
@@ -35,6 +36,7 @@ struct Args {
     cycles: Option<usize>,
     now: Option<String>,
     scheduler_names: Option<Vec<String>>,
+    strict_config: bool,
 }
 
 fn scenarios_dir() -> PathBuf {
@@ -86,6 +88,7 @@ fn simulate_case(dir: &Path) -> Result<Result<String, String>, String> {
     if let Some(cycles) = args.cycles {
         opts.max_cycles = cycles;
     }
+    opts.strict_config = args.strict_config;
     if let Some(names) = args.scheduler_names {
         opts.scheduler_names = names;
     }

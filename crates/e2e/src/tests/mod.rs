@@ -5,6 +5,8 @@ pub mod badinput;
 pub mod basic;
 pub mod evict;
 pub mod leader;
+pub mod nodegroup;
+pub mod quota;
 pub mod rbac;
 pub mod reload;
 pub mod restart;

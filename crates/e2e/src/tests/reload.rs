@@ -9,9 +9,12 @@
 //!    pods over two empty nodes.
 //! 2. After the swap to `binpack` (with `leastrequested`/`balancedresource` weighted 0) new pods
 //!    go to the fuller node, where `leastrequested` would have sent them to the emptier one.
-//! 3. An invalid file (an unknown plugin) is refused: a log line, the
+//! 3. A malformed file (a flag that is not a boolean) is refused: a log line, the
 //!    `volcano_config_reloads_total{result="failure"}` counter, a Warning `ConfigRefused` event
 //!    on the daemon's Lease, and the binpack configuration keeps scheduling.
+//! 4. A file naming a plugin this build lacks is applied with that plugin skipped, as Volcano
+//!    does: a Warning `PluginSkipped` event naming it, `volcano_config_skipped_plugins{plugin}`
+//!    at 1, and the rest of the file (binpack) schedules.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,8 +64,11 @@ tiers:
       binpack.weight: 10
 "#;
 
-/// The binpack configuration plus a plugin no build knows: must be refused as a whole.
+/// A plugin no build knows: skipped, the rest of the file runs.
 const UNKNOWN_PLUGIN: &str = "no-such-plugin-e2e";
+
+/// A flag that is not a boolean: the file is refused as a whole.
+const MALFORMED_FLAG: &str = "enableNodeOrder: maybe-e2e";
 
 /// How long a reload or a bind may take to show (the daemon polls the file every session).
 const SHORT: Duration = Duration::from_secs(20);
@@ -122,38 +128,23 @@ async fn run(env: Env) -> anyhow::Result<()> {
         );
     }
 
-    // 3. An invalid file is refused and binpack stays in force.
+    // 3. A malformed file is refused and binpack stays in force.
     let failures_before = reloads(&daemon, "failure").await?;
-    let invalid = format!("{BINPACK}  - name: {UNKNOWN_PLUGIN}\n");
+    let invalid = format!("{BINPACK}    {MALFORMED_FLAG}\n");
     conf_dir.update(&invalid)?;
     wait_reload(&ctx, &daemon, "failure", failures_before + 1.0).await?;
     let log = daemon.log();
     ensure!(
-        log.lines()
-            .any(|l| l.contains("scheduler configuration refused") && l.contains(UNKNOWN_PLUGIN)),
-        "the daemon log {} should have a line saying the configuration naming {UNKNOWN_PLUGIN} \
-         was refused",
+        log.lines().any(|l| l.contains("scheduler configuration refused")
+            && l.contains("enableNodeOrder")),
+        "the daemon log {} should have a line saying the configuration with {MALFORMED_FLAG:?} \
+         was refused, naming the field",
         daemon.log_path().display()
     );
-    let lease = ctx.lease_name();
-    let refusal = ctx
-        .wait_for(
-            &format!("a Warning event ConfigRefused on Lease {lease}"),
-            SHORT,
-            || async {
-                let events = ctx.events_for("Lease", &lease).await?;
-                anyhow::Ok(
-                    events
-                        .into_iter()
-                        .find(|(reason, _)| reason == "ConfigRefused"),
-                )
-            },
-        )
-        .await?;
+    let refusal = wait_lease_event(&ctx, "ConfigRefused").await?;
     ensure!(
-        refusal.1.contains(UNKNOWN_PLUGIN),
-        "the ConfigRefused event should name the unknown plugin {UNKNOWN_PLUGIN}; its message \
-         is {:?}",
+        refusal.1.contains("enableNodeOrder"),
+        "the ConfigRefused event should name the field enableNodeOrder; its message is {:?}",
         refusal.1
     );
 
@@ -182,9 +173,57 @@ async fn run(env: Env) -> anyhow::Result<()> {
         "the daemon should still be running and ready after the refused configuration"
     );
 
+    // 4. An unknown plugin is skipped: the file applies, binpack keeps packing.
+    let successes_before = successes;
+    conf_dir.update(&format!("{BINPACK}  - name: {UNKNOWN_PLUGIN}\n"))?;
+    wait_reload(&ctx, &daemon, "success", successes_before + 1.0).await?;
+    let skipped = wait_lease_event(&ctx, "PluginSkipped").await?;
+    ensure!(
+        skipped.1.contains(UNKNOWN_PLUGIN),
+        "the PluginSkipped event should name {UNKNOWN_PLUGIN}; its message is {:?}",
+        skipped.1
+    );
+    let text = daemon.metrics().await?;
+    let gauge = Daemon::metric_value(
+        &text,
+        "volcano_config_skipped_plugins",
+        &[("plugin", UNKNOWN_PLUGIN)],
+    );
+    ensure!(
+        gauge == Some(1.0),
+        "volcano_config_skipped_plugins{{plugin=\"{UNKNOWN_PLUGIN}\"}} should be 1, found {gauge:?}"
+    );
+    ctx.pod("after-skip")
+        .cpu("1")
+        .memory("2Gi")
+        .queue_annotation(&queue)
+        .create(&ctx)
+        .await?;
+    let bound = wait_bound(&ctx, &["after-skip"]).await?;
+    ensure!(
+        bound["after-skip"] == *full,
+        "with {UNKNOWN_PLUGIN} skipped the rest of the binpack configuration should run and put \
+         pod after-skip on the fuller node {full}, but it is on {}",
+        bound["after-skip"]
+    );
+
     drop(daemon);
     conf_dir.remove();
     Ok(())
+}
+
+/// The first event with this reason on the daemon's Lease: `(reason, message)`.
+async fn wait_lease_event(ctx: &TestCtx, reason: &str) -> anyhow::Result<(String, String)> {
+    let lease = ctx.lease_name();
+    ctx.wait_for(
+        &format!("a Warning event {reason} on Lease {lease}"),
+        SHORT,
+        || async {
+            let events = ctx.events_for("Lease", &lease).await?;
+            anyhow::Ok(events.into_iter().find(|(r, _)| r == reason))
+        },
+    )
+    .await
 }
 
 /// `volcano_config_reloads_total{result}`; a series not exported yet counts as 0.

@@ -738,6 +738,7 @@ pub(super) mod testkit {
             let known = KnownNames {
                 actions: &["enqueue", "allocate", "preempt", "reclaim", "backfill"],
                 plugins: PLUGINS,
+                strict: true,
             };
             let conf = parse(conf, &known).expect("valid configuration").conf;
             Session::open(

@@ -39,9 +39,14 @@
 //!
 //! Where volcano-rs is deliberately stricter or different than Volcano:
 //!
-//! * An unknown action or plugin name (also in `configurations`) is an error that names it, lists
-//!   the known names and suggests the closest one. Volcano ignores an unknown plugin (only logging
-//!   it every cycle), so a typo silently switched a policy such as fairness off.
+//! * An unknown name in `actions` is an error that names it, lists the known names and suggests
+//!   the closest one (Volcano's loader refuses such a file too).
+//! * An unknown plugin name is skipped, as Volcano's session skips a plugin it has no builder
+//!   for, but loudly: a warning naming it (with the closest known name), and the name in
+//!   [`SchedulerConf::skipped_plugins`] for the daemon's event and metric. An unknown action in
+//!   `configurations` is ignored with a warning (Volcano ignores it silently). With
+//!   [`KnownNames::strict`] (`--strict-config`) both are errors, since a typo silently switches a
+//!   policy such as fairness off.
 //! * Unknown keys are still accepted, but reported as warnings, with a suggestion when a known key
 //!   is close (a misspelt enable flag is otherwise silently ignored).
 //! * Every error names the field path (`tiers[0].plugins[2].enableJobOrder: expected a boolean,
@@ -89,6 +94,9 @@ pub struct SchedulerConf {
     pub tiers: Vec<Tier>,
     pub configurations: Vec<ActionConfiguration>,
     pub metrics: BTreeMap<String, String>,
+    /// Plugins the file names but this build does not provide, in file order; they are not in
+    /// `tiers` and do not run (empty in strict mode, where they are an error).
+    pub skipped_plugins: Vec<String>,
 }
 
 /// One tier: an ordered list of plugin options.
@@ -104,11 +112,16 @@ pub struct ActionConfiguration {
     pub arguments: Arguments,
 }
 
-/// The action and plugin names the caller can run; anything else is rejected by [`parse`].
+/// The action and plugin names the caller can run, and what [`parse`] does with other names.
 #[derive(Clone, Copy, Debug)]
 pub struct KnownNames<'a> {
     pub actions: &'a [&'a str],
     pub plugins: &'a [&'a str],
+    /// `false` (Volcano's behaviour): an unknown plugin is skipped with a warning and recorded
+    /// in [`SchedulerConf::skipped_plugins`], and a `configurations` entry for an unknown action
+    /// is ignored with a warning. `true` (`--strict-config`): both are errors. An unknown name
+    /// in `actions` is an error either way, as in Volcano's loader.
+    pub strict: bool,
 }
 
 /// A successfully parsed configuration and the non-fatal problems found in it.
@@ -385,6 +398,7 @@ impl SchedulerConf {
             ],
             configurations: Vec::new(),
             metrics: BTreeMap::new(),
+            skipped_plugins: Vec::new(),
         }
     }
 

@@ -32,8 +32,10 @@ pub fn parse(text: &str, known: &KnownNames<'_>) -> Result<Parsed, ConfError> {
     let mut parser = Parser {
         known,
         warnings: Vec::new(),
+        skipped_plugins: Vec::new(),
     };
-    let conf = parser.document(&doc)?;
+    let mut conf = parser.document(&doc)?;
+    conf.skipped_plugins = parser.skipped_plugins;
     Ok(Parsed {
         conf,
         warnings: parser.warnings,
@@ -43,6 +45,14 @@ pub fn parse(text: &str, known: &KnownNames<'_>) -> Result<Parsed, ConfError> {
 struct Parser<'k> {
     known: &'k KnownNames<'k>,
     warnings: Vec<String>,
+    /// Unknown plugin names, in configuration order (not strict mode).
+    skipped_plugins: Vec<String>,
+}
+
+/// A plugin entry of a tier: one to run, or the name of one this build lacks.
+enum PluginEntry {
+    Known(PluginOption),
+    Skipped(String),
 }
 
 impl Parser<'_> {
@@ -70,6 +80,7 @@ impl Parser<'_> {
             tiers: Vec::new(),
             configurations: Vec::new(),
             metrics: BTreeMap::new(),
+            skipped_plugins: Vec::new(),
         };
         for (key, value) in root {
             match key.as_str() {
@@ -159,7 +170,10 @@ impl Parser<'_> {
                 let items = sequence(value, &plugins_path, "a list of plugin options")?;
                 for (j, item) in items.iter().enumerate() {
                     let option_path = format!("{plugins_path}[{j}]");
-                    tier.plugins.push(self.plugin_option(item, &option_path)?);
+                    match self.plugin_option(item, &option_path)? {
+                        PluginEntry::Known(option) => tier.plugins.push(option),
+                        PluginEntry::Skipped(name) => self.skipped_plugins.push(name),
+                    }
                 }
             } else {
                 self.unknown_key(path, key, TIER_KEYS);
@@ -180,7 +194,7 @@ impl Parser<'_> {
         Ok(tier)
     }
 
-    fn plugin_option(&mut self, value: &Value, path: &str) -> Result<PluginOption, ConfError> {
+    fn plugin_option(&mut self, value: &Value, path: &str) -> Result<PluginEntry, ConfError> {
         let map = match untag(value) {
             Value::String(s) => {
                 return Err(ConfError::new(
@@ -218,13 +232,18 @@ impl Parser<'_> {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ConfError::new(&name_path, "missing plugin name"))?;
         if !self.known.plugins.contains(&name.as_str()) {
-            return Err(ConfError::new(
-                name_path,
-                unknown_name("plugin", &name, self.known.plugins),
+            let message = unknown_name("plugin", &name, self.known.plugins);
+            if self.known.strict {
+                return Err(ConfError::new(name_path, message));
+            }
+            // Volcano's session skips a plugin it has no builder for and runs the rest.
+            self.warnings.push(format!(
+                "{name_path}: {message}; skipped, the rest of the configuration runs"
             ));
+            return Ok(PluginEntry::Skipped(name));
         }
         option.name = name;
-        Ok(option)
+        Ok(PluginEntry::Known(option))
     }
 
     fn configurations(&mut self, value: &Value) -> Result<Vec<ActionConfiguration>, ConfError> {
@@ -251,12 +270,17 @@ impl Parser<'_> {
             let name = name
                 .filter(|n| !n.is_empty())
                 .ok_or_else(|| ConfError::new(&name_path, "missing action name"))?;
-            // Volcano does not check these names, so a typo silently dropped the arguments.
+            // Volcano does not check these names, so a typo silently drops the arguments: a
+            // warning here, an error in strict mode.
             if !self.known.actions.contains(&name.as_str()) {
-                return Err(ConfError::new(
-                    name_path,
-                    unknown_name("action", &name, self.known.actions),
+                let message = unknown_name("action", &name, self.known.actions);
+                if self.known.strict {
+                    return Err(ConfError::new(name_path, message));
+                }
+                self.warnings.push(format!(
+                    "{name_path}: {message}; these arguments are not used"
                 ));
+                continue;
             }
             if let Some(first) = configurations.iter().position(|c| c.name == name) {
                 self.warnings.push(format!(

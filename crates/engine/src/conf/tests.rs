@@ -49,6 +49,7 @@ const VOLCANO_PLUGINS: &[&str] = &[
 const KNOWN: KnownNames<'static> = KnownNames {
     actions: VOLCANO_ACTIONS,
     plugins: VOLCANO_PLUGINS,
+    strict: true,
 };
 
 fn ok(text: &str) -> Parsed {
@@ -442,6 +443,81 @@ fn unknown_action_is_an_error_with_a_suggestion() {
     );
 }
 
+/// Volcano's behaviour (the default): unknown plugins are skipped, named in a warning and in
+/// `skipped_plugins`; the rest of the tiers stay as written.
+#[test]
+fn unknown_plugin_is_skipped_with_a_warning_when_not_strict() {
+    let lenient = KnownNames {
+        strict: false,
+        ..KNOWN
+    };
+    let text = "actions: allocate\ntiers:\n- plugins:\n  - name: priority\n  - name: usage\n\
+                - plugins:\n  - name: dfr\n  - name: drf\n";
+    let known_plugins = KnownNames {
+        plugins: &["priority", "drf"],
+        ..lenient
+    };
+    let parsed = parse(text, &known_plugins).expect("lenient parse");
+    assert_eq!(parsed.conf.skipped_plugins, vec!["usage", "dfr"]);
+    let names: Vec<Vec<&str>> = parsed
+        .conf
+        .tiers
+        .iter()
+        .map(|t| t.plugins.iter().map(|p| p.name.as_str()).collect())
+        .collect();
+    assert_eq!(names, vec![vec!["priority"], vec!["drf"]]);
+    assert_eq!(parsed.warnings.len(), 2, "{:?}", parsed.warnings);
+    assert!(
+        parsed.warnings[0].starts_with("tiers[0].plugins[1].name: unknown plugin \"usage\""),
+        "{:?}",
+        parsed.warnings
+    );
+    assert!(
+        parsed.warnings[1].contains("(did you mean \"drf\"?)")
+            && parsed.warnings[1].contains("skipped, the rest of the configuration runs"),
+        "{:?}",
+        parsed.warnings
+    );
+    // Strict: the same file is refused at the first unknown name.
+    let strict = KnownNames {
+        strict: true,
+        ..known_plugins
+    };
+    let e = parse(text, &strict).expect_err("strict refuses");
+    assert_eq!(e.path, "tiers[0].plugins[1].name");
+}
+
+/// An unknown name in `actions` refuses the file in both modes (Volcano's loader fails too);
+/// a `configurations` entry for an unknown action is only a warning unless strict.
+#[test]
+fn unknown_actions_are_refused_and_unknown_configurations_warned() {
+    let lenient = KnownNames {
+        strict: false,
+        ..KNOWN
+    };
+    let e = parse("actions: \"enqueue, allocat\"\ntiers: []\n", &lenient).expect_err("refused");
+    assert_eq!(e.path, "actions");
+    assert!(
+        e.message.contains("(did you mean \"allocate\"?)"),
+        "{}",
+        e.message
+    );
+
+    let text =
+        "actions: allocate\ntiers: []\nconfigurations:\n- name: alocate\n  arguments: {a: 1}\n";
+    let parsed = parse(text, &lenient).expect("lenient parse");
+    assert!(parsed.conf.configurations.is_empty());
+    assert!(
+        parsed.warnings.iter().any(|w| w
+            .starts_with("configurations[0].name: unknown action \"alocate\"")
+            && w.ends_with("these arguments are not used")),
+        "{:?}",
+        parsed.warnings
+    );
+    let e = parse(text, &KNOWN).expect_err("strict refuses");
+    assert_eq!(e.path, "configurations[0].name");
+}
+
 #[test]
 fn unknown_plugin_is_an_error_with_a_suggestion() {
     let e = err(
@@ -478,6 +554,7 @@ fn known_names_come_from_the_caller() {
     let known = KnownNames {
         actions: &["allocate"],
         plugins: &["mine"],
+        strict: true,
     };
     let parsed = parse(
         "actions: allocate\ntiers:\n- plugins:\n  - name: mine\n",
@@ -995,6 +1072,7 @@ fn arb_conf() -> impl Strategy<Value = SchedulerConf> {
                 })
                 .collect(),
             metrics,
+            skipped_plugins: Vec::new(),
         })
 }
 

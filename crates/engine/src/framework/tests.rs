@@ -130,6 +130,7 @@ fn open(conf: &str) -> Session {
     let known = KnownNames {
         actions: &["enqueue", "allocate", "backfill"],
         plugins: &["a", "b", "c", "d"],
+        strict: true,
     };
     let conf = parse(conf, &known).expect("conf").conf;
     Session::open(
@@ -315,6 +316,7 @@ fn evict_and_undo() {
     let known = KnownNames {
         actions: &["allocate"],
         plugins: &["a"],
+        strict: true,
     };
     let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
     let mut ssn = Session::open(
@@ -395,6 +397,7 @@ fn pod_groups_of_other_schedulers_are_not_written() {
     let known = KnownNames {
         actions: &["allocate"],
         plugins: &["a"],
+        strict: true,
     };
     let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
     let ssn = Session::open(
@@ -451,6 +454,7 @@ fn open_on(s: &ClusterState) -> Session {
     let known = KnownNames {
         actions: &["allocate"],
         plugins: &["a"],
+        strict: true,
     };
     let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
     Session::open(

@@ -55,6 +55,8 @@ pub struct SimOptions {
     pub now: Timestamp,
     /// Pods whose `spec.schedulerName` is one of these are scheduled.
     pub scheduler_names: Vec<String>,
+    /// Refuse unknown plugin names instead of skipping them ([`KnownNames::strict`]).
+    pub strict_config: bool,
 }
 
 impl SimOptions {
@@ -66,6 +68,7 @@ impl SimOptions {
             max_cycles: DEFAULT_MAX_CYCLES,
             now,
             scheduler_names: DEFAULT_SCHEDULER_NAMES.map(String::from).to_vec(),
+            strict_config: false,
         }
     }
 }
@@ -106,11 +109,12 @@ impl std::error::Error for SimError {}
 
 /// Parses a scheduler configuration against the actions and plugins this build provides.
 /// Returns it with its warnings, each prefixed with the file name.
-pub fn parse_conf(file: &ConfFile) -> Result<(SchedulerConf, Vec<String>), SimError> {
+pub fn parse_conf(file: &ConfFile, strict: bool) -> Result<(SchedulerConf, Vec<String>), SimError> {
     let plugins = plugins::known_plugins();
     let known = KnownNames {
         actions: engine::actions::KNOWN_ACTIONS,
         plugins: &plugins,
+        strict,
     };
     let parsed = engine::conf::parse(&file.text, &known).map_err(|e| SimError::Config {
         file: file.name.clone(),
@@ -129,7 +133,7 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
     let mut warnings = Vec::new();
     let conf = match &opts.scheduler_conf {
         Some(file) => {
-            let (conf, conf_warnings) = parse_conf(file)?;
+            let (conf, conf_warnings) = parse_conf(file, opts.strict_config)?;
             warnings.extend(conf_warnings);
             conf
         }
@@ -179,13 +183,9 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
             break;
         }
     }
-    Ok(Report::build(
-        cycles,
-        &cluster,
-        last_metrics.as_ref(),
-        converged,
-        warnings,
-    ))
+    let mut report = Report::build(cycles, &cluster, last_metrics.as_ref(), converged, warnings);
+    report.skipped_plugins = conf.skipped_plugins.clone();
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub struct Report {
     pub pod_groups: BTreeMap<String, PodGroupReport>,
     /// Every queue, by name.
     pub queues: BTreeMap<String, QueueReport>,
+    /// Plugins the configuration names but this build lacks: skipped (absent when none).
+    #[serde(rename = "skippedPlugins", skip_serializing_if = "Vec::is_empty")]
+    pub skipped_plugins: Vec<String>,
     /// The last session changed nothing (rather than the cycle limit being reached).
     #[serde(skip)]
     pub converged: bool,
@@ -284,6 +287,7 @@ impl Report {
             pods,
             pod_groups,
             queues,
+            skipped_plugins: Vec::new(),
             converged,
             warnings,
         }
@@ -338,6 +342,13 @@ impl Report {
         } else {
             "stopped at the cycle limit while the cluster was still changing".to_string()
         };
+        if !self.skipped_plugins.is_empty() {
+            let _ = writeln!(
+                out,
+                "Skipped plugins (named by the configuration, not provided by volcano-rs): {}",
+                self.skipped_plugins.join(", ")
+            );
+        }
         let _ = writeln!(out, "Cycles: {} ({ending})", self.cycles.len());
         summary.render(&mut out);
         if !decisions.is_empty() {
@@ -626,6 +637,7 @@ mod tests {
                     overused: None,
                 },
             )]),
+            skipped_plugins: Vec::new(),
             converged: true,
             warnings: vec!["ignored".into()],
         }
