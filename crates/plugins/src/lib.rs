@@ -13,6 +13,7 @@ pub mod cdp;
 pub mod conformance;
 pub mod drf;
 pub mod gang;
+pub mod nodegroup;
 pub mod nodeorder;
 pub mod overcommit;
 pub mod pdb;
@@ -35,6 +36,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(conformance::NAME, conformance::new);
     registry.register(drf::NAME, drf::new);
     registry.register(gang::NAME, gang::new);
+    registry.register(nodegroup::NAME, nodegroup::new);
     registry.register(nodeorder::NAME, nodeorder::new);
     registry.register(overcommit::NAME, overcommit::new);
     registry.register(pdb::NAME, pdb::new);
