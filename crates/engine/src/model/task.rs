@@ -120,7 +120,9 @@ impl TaskSpec {
             .and_then(|s| s.init_containers.as_ref())
             .is_some_and(|ics| ics.iter().any(is_sidecar));
 
+        // An empty annotation does not hide the label (Volcano's getTaskRole).
         let role = annotation(keys::TASK_SPEC)
+            .filter(|r| !r.is_empty())
             .or_else(|| label(keys::TASK_SPEC))
             .unwrap_or("")
             .to_string();
