@@ -19,6 +19,7 @@ pub mod pdb;
 pub mod predicates;
 pub mod priority;
 pub mod proportion;
+pub mod resource_strategy_fit;
 #[cfg(test)]
 pub(crate) mod testutil;
 
@@ -41,6 +42,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(predicates::NAME, predicates::new);
     registry.register(priority::NAME, priority::new);
     registry.register(proportion::NAME, proportion::new);
+    registry.register(resource_strategy_fit::NAME, resource_strategy_fit::new);
     registry
 }
 
