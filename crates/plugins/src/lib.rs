@@ -20,6 +20,7 @@ pub mod pdb;
 pub mod predicates;
 pub mod priority;
 pub mod proportion;
+pub mod resource_strategy_fit;
 pub mod task_topology;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -44,6 +45,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(predicates::NAME, predicates::new);
     registry.register(priority::NAME, priority::new);
     registry.register(proportion::NAME, proportion::new);
+    registry.register(resource_strategy_fit::NAME, resource_strategy_fit::new);
     registry.register(task_topology::NAME, task_topology::new);
     registry
 }
