@@ -3,6 +3,8 @@
 //! [`registry`] returns the builders by their Volcano names; the configuration parser uses the
 //! same list to refuse unknown plugin names.
 
+/// Go duration syntax shared by `cdp` and `sla`.
+pub(crate) mod duration;
 /// Queue bookkeeping shared by `proportion` and `capacity`.
 pub(crate) mod fairness;
 pub mod k8s;
@@ -19,6 +21,8 @@ pub mod pdb;
 pub mod predicates;
 pub mod priority;
 pub mod proportion;
+pub mod resourcequota;
+pub mod sla;
 #[cfg(test)]
 pub(crate) mod testutil;
 
@@ -41,6 +45,8 @@ pub fn registry() -> PluginRegistry {
     registry.register(predicates::NAME, predicates::new);
     registry.register(priority::NAME, priority::new);
     registry.register(proportion::NAME, proportion::new);
+    registry.register(resourcequota::NAME, resourcequota::new);
+    registry.register(sla::NAME, sla::new);
     registry
 }
 
