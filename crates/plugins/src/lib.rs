@@ -3,6 +3,8 @@
 //! [`registry`] returns the builders by their Volcano names; the configuration parser uses the
 //! same list to refuse unknown plugin names.
 
+/// Go duration syntax shared by `cdp` and `sla`.
+pub(crate) mod duration;
 /// Queue bookkeeping shared by `proportion` and `capacity`.
 pub(crate) mod fairness;
 pub mod k8s;
@@ -21,6 +23,8 @@ pub mod predicates;
 pub mod priority;
 pub mod proportion;
 pub mod resource_strategy_fit;
+pub mod resourcequota;
+pub mod sla;
 pub mod task_topology;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -46,6 +50,8 @@ pub fn registry() -> PluginRegistry {
     registry.register(priority::NAME, priority::new);
     registry.register(proportion::NAME, proportion::new);
     registry.register(resource_strategy_fit::NAME, resource_strategy_fit::new);
+    registry.register(resourcequota::NAME, resourcequota::new);
+    registry.register(sla::NAME, sla::new);
     registry.register(task_topology::NAME, task_topology::new);
     registry
 }

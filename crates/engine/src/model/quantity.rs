@@ -47,6 +47,13 @@ pub fn parse_value(s: &str) -> Result<i128, QuantityError> {
     parse_scaled(s, 0)
 }
 
+/// Parses a Kubernetes quantity into its nano-value (value × 10⁹), rounded away from zero.
+/// Kubernetes keeps parsed quantities at nano precision, so this is the exact amount its
+/// `Quantity.Cmp` and `Add` work on (`"1"` → 10⁹, `"100m"` → 10⁸, `"1Ki"` → 1024·10⁹).
+pub fn parse_nano(s: &str) -> Result<i128, QuantityError> {
+    parse_scaled(s, 9)
+}
+
 /// Whether two quantity strings denote the same amount, as Kubernetes' semantic equality of
 /// `Quantity` values decides (exact comparison; parsed amounts have nano precision). Text that
 /// does not parse is only equal to identical text.
