@@ -86,6 +86,35 @@ tiers:
   - name: nodeorder
 "#;
 
+/// Every plugin name Volcano registers (`pkg/scheduler/plugins/factory.go`), so that a warning
+/// can tell a plugin this build lacks from a typo.
+pub const VOLCANO_PLUGIN_NAMES: &[&str] = &[
+    "binpack",
+    "capacity",
+    "cdp",
+    "conformance",
+    "deviceshare",
+    "drf",
+    "extender",
+    "gang",
+    "network-topology-aware",
+    "nodegroup",
+    "nodeorder",
+    "numa-aware",
+    "overcommit",
+    "pdb",
+    "predicates",
+    "priority",
+    "proportion",
+    "rescheduling",
+    "resource-strategy-fit",
+    "resourcequota",
+    "sla",
+    "task-topology",
+    "tdm",
+    "usage",
+];
+
 /// A parsed, defaulted and validated scheduler configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchedulerConf {

@@ -232,7 +232,11 @@ impl Parser<'_> {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ConfError::new(&name_path, "missing plugin name"))?;
         if !self.known.plugins.contains(&name.as_str()) {
-            let message = unknown_name("plugin", &name, self.known.plugins);
+            let message = if super::VOLCANO_PLUGIN_NAMES.contains(&name.as_str()) {
+                format!("plugin {name:?} is a Volcano plugin that volcano-rs does not provide yet")
+            } else {
+                unknown_name("plugin", &name, self.known.plugins)
+            };
             if self.known.strict {
                 return Err(ConfError::new(name_path, message));
             }

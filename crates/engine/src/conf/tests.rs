@@ -19,32 +19,7 @@ const VOLCANO_ACTIONS: &[&str] = &[
 ];
 
 /// Volcano's built-in plugins.
-const VOLCANO_PLUGINS: &[&str] = &[
-    "gang",
-    "priority",
-    "drf",
-    "proportion",
-    "capacity",
-    "predicates",
-    "nodeorder",
-    "binpack",
-    "conformance",
-    "overcommit",
-    "pdb",
-    "cdp",
-    "nodegroup",
-    "usage",
-    "resourcequota",
-    "task-topology",
-    "extender",
-    "resource-strategy-fit",
-    "sla",
-    "tdm",
-    "numaaware",
-    "deviceshare",
-    "network-topology-aware",
-    "rescheduling",
-];
+const VOLCANO_PLUGINS: &[&str] = super::VOLCANO_PLUGIN_NAMES;
 
 const KNOWN: KnownNames<'static> = KnownNames {
     actions: VOLCANO_ACTIONS,
@@ -468,7 +443,10 @@ fn unknown_plugin_is_skipped_with_a_warning_when_not_strict() {
     assert_eq!(names, vec![vec!["priority"], vec!["drf"]]);
     assert_eq!(parsed.warnings.len(), 2, "{:?}", parsed.warnings);
     assert!(
-        parsed.warnings[0].starts_with("tiers[0].plugins[1].name: unknown plugin \"usage\""),
+        parsed.warnings[0].starts_with(
+            "tiers[0].plugins[1].name: plugin \"usage\" is a Volcano plugin that volcano-rs \
+             does not provide yet"
+        ),
         "{:?}",
         parsed.warnings
     );
@@ -526,7 +504,7 @@ fn unknown_plugin_is_an_error_with_a_suggestion() {
     assert_eq!(e.path, "tiers[1].plugins[0].name");
     assert!(
         e.message.starts_with(
-            "unknown plugin \"dfr\" (did you mean \"drf\"?); known plugins: gang, priority, drf"
+            "unknown plugin \"dfr\" (did you mean \"drf\"?); known plugins: binpack, capacity"
         ),
         "{}",
         e.message

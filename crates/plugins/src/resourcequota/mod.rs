@@ -11,10 +11,9 @@
 //!
 //! The admitted amount grows in `JobEnqueued` only, i.e. once every plugin let the job in: a
 //! job rejected by another plugin reserves nothing. A rejection queues the Normal
-//! `Unschedulable` PodGroup event (recorded at close, like `overcommit`) with Volcano's text,
-//! which is also the reason the enqueue action keeps for the PodGroup condition.
+//! `Unschedulable` PodGroup event (recorded at close, like `overcommit`) with Volcano's text
+//! (quantities printed readably), which is also the reason the enqueue action keeps for the PodGroup condition.
 
-mod go_quantity;
 #[cfg(test)]
 mod tests;
 
@@ -145,15 +144,17 @@ impl QuotaStatus {
     }
 
     /// Volcano's event text: the request, the quota's `used` (without this session's
-    /// admissions) and its `hard`, each restricted to the exceeded names and printed as Go
-    /// prints a `ResourceList`.
+    /// admissions) and its `hard`, each restricted to the exceeded names. Each list is printed
+    /// as Go prints a map, `map[cpu:4 memory:1Gi]`, with every quantity as its text: Volcano
+    /// prints the internal fields of each quantity there, which no reader can use.
     fn message(&self, requested: &Amounts, exceeded: &[&str]) -> String {
         let part = |list: &Amounts| {
-            go_quantity::format_list(
-                list.iter()
-                    .filter(|(name, _)| exceeded.contains(&name.as_str()))
-                    .map(|(name, a)| (name.as_str(), a.text.as_str())),
-            )
+            let entries: Vec<String> = list
+                .iter()
+                .filter(|(name, _)| exceeded.contains(&name.as_str()))
+                .map(|(name, a)| format!("{name}:{}", a.text))
+                .collect();
+            format!("map[{}]", entries.join(" "))
         };
         format!(
             "resource quota insufficient, requested: {}, used: {}, limited: {}",
