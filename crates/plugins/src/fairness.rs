@@ -167,7 +167,7 @@ pub(crate) fn quota_insufficient_message(names: &[String]) -> String {
     format_resource_names("queue resource quota insufficient", "insufficient", names)
 }
 
-/// PodGroup events of rejected enqueue votes. A vote only reads the session, so the events are
+/// PodGroup events of rejected enqueue votes (overcommit, proportion, capacity, resourcequota). A vote only reads the session, so the events are
 /// collected here and recorded when the session closes.
 #[derive(Debug, Default)]
 pub(crate) struct EnqueueRejections(Mutex<Vec<(JobId, String)>>);

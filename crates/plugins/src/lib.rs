@@ -5,7 +5,8 @@
 
 /// Go duration syntax shared by `cdp` and `sla`.
 pub(crate) mod duration;
-/// Queue bookkeeping shared by `proportion` and `capacity`.
+/// Queue bookkeeping shared by `proportion` and `capacity`, and the enqueue-rejection record
+/// every admission plugin uses.
 pub(crate) mod fairness;
 pub mod k8s;
 // plugin modules (one line each, keep sorted)

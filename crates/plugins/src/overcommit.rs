@@ -12,11 +12,10 @@
 //! `JobEnqueueable` only sees the session read-only, so the events are queued here and recorded
 //! by the close hook.
 
-use crate::fairness::format_resource_names;
-use std::sync::{Mutex, PoisonError};
+use crate::fairness::{EnqueueRejections, format_resource_names};
 
 use engine::conf::Arguments;
-use engine::framework::{EventType, ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
+use engine::framework::{ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
 use engine::model::job::phase;
 use engine::model::{JobId, Resource};
 
@@ -34,7 +33,7 @@ pub fn new(args: &Arguments) -> Box<dyn Plugin> {
         factor: parse_factor(args),
         idle: Resource::empty(),
         inqueue: Resource::empty(),
-        rejections: Mutex::new(Vec::new()),
+        rejections: EnqueueRejections::default(),
     })
 }
 
@@ -65,7 +64,7 @@ struct OvercommitPlugin {
     /// Reserved by admitted jobs.
     inqueue: Resource,
     /// Jobs rejected by `job_enqueueable` with the event message, recorded at close.
-    rejections: Mutex<Vec<(JobId, String)>>,
+    rejections: EnqueueRejections,
 }
 
 impl Plugin for OvercommitPlugin {
@@ -108,29 +107,11 @@ impl Plugin for OvercommitPlugin {
     }
 
     fn on_session_close(&mut self, ssn: &mut SessionState) {
-        let rejections = std::mem::take(
-            self.rejections
-                .get_mut()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for (job, message) in rejections {
-            ssn.record_job_event(
-                job,
-                EventType::Normal,
-                apis::condition_type::UNSCHEDULABLE,
-                message,
-            );
-        }
+        self.rejections.emit(ssn);
     }
 
     fn enqueue_rejection(&self, _ssn: &SessionState, job: JobId) -> Option<String> {
-        self.rejections
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .rev()
-            .find(|(j, _)| *j == job)
-            .map(|(_, m)| m.clone())
+        self.rejections.message_for(job)
     }
 
     /// §10.3: permit when `inqueue + min` fits into `idle` on the requested dimensions.
@@ -148,13 +129,10 @@ impl Plugin for OvercommitPlugin {
             return PERMIT;
         }
         tracing::debug!(job = %j.uid, ?overused, "overcommit: resource in cluster is overused");
-        self.rejections
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((
-                job,
-                format_resource_names("resource in cluster is overused", "overused", &overused),
-            ));
+        self.rejections.record(
+            job,
+            format_resource_names("resource in cluster is overused", "overused", &overused),
+        );
         REJECT
     }
 
@@ -173,6 +151,7 @@ mod tests {
     use super::*;
     use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
     use engine::conf::{ArgValue, PluginOption};
+    use engine::framework::EventType;
     use engine::framework::Session;
     use engine::model::ResourceName;
     use serde_json::{Value, json};

@@ -1,16 +1,20 @@
 //! `resource-quota`: the `resourcequota` plugin against a real ResourceQuota whose status is kept
 //! by the real quota controller (kube-controller-manager, started by e2e/cluster-up.sh).
 //!
-//! As Volcano's job controller does, the test creates the PodGroups first and a PodGroup's pods
-//! only once it is Inqueue (the apiserver's quota admission would refuse pods beyond the quota
-//! anyway). With `hard: cpu: 4`:
+//! As Volcano's job controller does, the test creates a PodGroup first and its pods only once
+//! it is Inqueue (the apiserver's quota admission would refuse pods beyond the quota anyway).
+//! With `hard: cpu: 4`:
 //!
-//! 1. PodGroups `a` and `b` ask `minResources: cpu: 3` each. The first in job order is admitted
-//!    (0 + 3 ≤ 4); in the same session its pending reservation makes the other wait
-//!    (3 + 3 > 4): it stays Pending with a Normal `Unschedulable` event naming the quota.
-//! 2. The admitted group's three 1-cpu pods are created and bound; the controller counts them
-//!    in `status.used`, and the other keeps waiting (3 used + 3 > 4).
-//! 3. Those pods are deleted; once the controller lowers `status.used`, the other is admitted.
+//! 1. PodGroup `a` asks `minResources: cpu: 3` and is admitted (0 + 3 ≤ 4); its three 1-cpu
+//!    pods are created and bound, and the controller counts them in `status.used`.
+//! 2. PodGroup `b` asks the same and waits (3 used + 3 > 4): it stays Pending, session after
+//!    session, with a Normal `Unschedulable` event naming the quota.
+//! 3. `a`'s pods are deleted; once the controller lowers `status.used`, `b` is admitted.
+//!
+//! Volcano's plugin counts an admitted PodGroup against the quota only in the session that
+//! admits it; afterwards only `status.used` counts (its pods). Two PodGroups admitted in one
+//! session, and the reservation of the first, are covered by the unit tests and the
+//! `resourcequota-*` scenarios.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -76,44 +80,20 @@ async fn run(env: Env) -> anyhow::Result<()> {
     let conf = conf.display().to_string();
     let _daemon = ctx.daemon(&["--scheduler-conf", &conf]).await?;
 
-    // 1. Both PodGroups at once: one is admitted, the other waits for the quota.
-    for name in ["a", "b"] {
-        ctx.create_pod_group(pod_group(name, &queue)).await?;
-    }
-    let (first, second) = ctx
-        .wait_for("one PodGroup Inqueue", WAIT, || async {
-            let a = phase(&ctx, "a").await.map_err(|e| e.to_string())?;
-            let b = phase(&ctx, "b").await.map_err(|e| e.to_string())?;
-            match (a.as_str(), b.as_str()) {
-                ("Inqueue", _) => Ok(("a", "b")),
-                (_, "Inqueue") => Ok(("b", "a")),
-                _ => Err(format!("phases a={a:?} b={b:?}")),
-            }
-        })
-        .await?;
-    let event = wait_quota_event(&ctx, second).await?;
-    ensure!(
-        event.contains("resource quota insufficient") && event.contains("cpu"),
-        "the Unschedulable event of {second} should say the quota is insufficient in cpu: \
-         {event:?}"
-    );
-    ensure!(
-        phase(&ctx, second).await? == "Pending",
-        "{second} must stay Pending while {first} reserves 3 of the quota's 4 cpu"
-    );
-
-    // 2. The admitted group's pods run; the controller counts them and the other keeps waiting.
+    // 1. a is admitted and runs; the controller counts its pods.
+    ctx.create_pod_group(pod_group("a", &queue)).await?;
+    wait_phase(&ctx, "a", "Inqueue").await?;
     for i in 0..3 {
-        ctx.pod(&format!("{first}-{i}"))
+        ctx.pod(&format!("a-{i}"))
             .cpu("1")
             .memory("1Gi")
-            .group(first)
+            .group("a")
             .create(&ctx)
             .await?;
     }
-    ctx.wait_for(&format!("{first}'s three pods bound"), WAIT, || async {
+    ctx.wait_for("a's three pods bound", WAIT, || async {
         let bound = ctx.bound_pods().await.map_err(|e| e.to_string())?;
-        let n = bound.keys().filter(|p| p.starts_with(first)).count();
+        let n = bound.keys().filter(|p| p.starts_with("a-")).count();
         if n == 3 {
             Ok(())
         } else {
@@ -122,13 +102,26 @@ async fn run(env: Env) -> anyhow::Result<()> {
     })
     .await?;
     wait_used_cpu(&ctx, &quotas, "3").await?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Let the daemon's watch see the new status before b exists.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // 2. b waits for the quota, and says so.
+    ctx.create_pod_group(pod_group("b", &queue)).await?;
+    let event = wait_quota_event(&ctx, "b").await?;
     ensure!(
-        phase(&ctx, second).await? == "Pending",
-        "{second} must stay Pending while the quota controller reports 3 of 4 cpu used"
+        event.contains("resource quota insufficient") && event.contains("cpu"),
+        "the Unschedulable event of b should say the quota is insufficient in cpu: {event:?}"
+    );
+    wait_phase(&ctx, "b", "Pending").await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let now = phase(&ctx, "b").await?;
+    ensure!(
+        now == "Pending",
+        "b must stay Pending while the quota controller reports 3 of 4 cpu used; its phase is \
+         {now:?}"
     );
 
-    // 3. Those pods go; the controller lowers status.used and the other group is admitted.
+    // 3. a's pods go; the controller lowers status.used and b is admitted.
     ctx.pods_api()
         .delete_collection(
             &DeleteParams {
@@ -138,9 +131,9 @@ async fn run(env: Env) -> anyhow::Result<()> {
             &Default::default(),
         )
         .await
-        .with_context(|| format!("deleting {first}'s pods"))?;
+        .context("deleting a's pods")?;
     wait_used_cpu(&ctx, &quotas, "0").await?;
-    wait_phase(&ctx, second, "Inqueue").await?;
+    wait_phase(&ctx, "b", "Inqueue").await?;
     Ok(())
 }
 

@@ -181,7 +181,7 @@ impl Arguments {
     /// Volcano exits the process when this decoding fails; callers that need compatibility should
     /// treat the error as fatal. Decoding follows serde's rules (integers are accepted for float
     /// fields, field names are case-sensitive), which are close to but not identical with
-    /// `mapstructure`'s.
+    /// `mapstructure`'s; [`super::go_decode`] follows `mapstructure` exactly.
     pub fn decode<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ArgError> {
         let Some(value) = self.get(key) else {
             return Ok(None);

@@ -58,6 +58,7 @@
 //! * Duplicate mapping keys are rejected, and the input must be a single YAML document.
 
 pub mod arguments;
+pub mod go_decode;
 mod parse;
 
 use std::collections::BTreeMap;

@@ -15,7 +15,6 @@
 //! Arguments are decoded like Volcano's `framework.Get` (`decode.rs`). Where Volcano exits on an
 //! undecodable value, this plugin logs a warning and uses the default of that argument.
 
-mod decode;
 pub mod proportional;
 pub mod sra;
 #[cfg(test)]
@@ -29,7 +28,7 @@ use engine::model::resource::{CPU, MEMORY, MIN_RESOURCE};
 use engine::model::{FitError, FitStatus, NodeId, Resource, ResourceName, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::Pod;
 
-use decode::DecodeError;
+use engine::conf::go_decode::{self as decode, DecodeError};
 use proportional::Proportional;
 use sra::SraWeights;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use engine::conf::ArgValue;
 use engine::model::{Resource, ResourceName};
 
-use super::decode::{self, DecodeError};
+use engine::conf::go_decode::{self as decode, DecodeError};
 
 /// The `proportional` argument as decoded.
 #[derive(Clone, Debug, Default, PartialEq)]

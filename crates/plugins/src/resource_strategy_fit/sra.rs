@@ -9,7 +9,7 @@ use engine::model::Resource;
 use engine::model::resource::MIN_RESOURCE;
 
 use super::MAX_NODE_SCORE;
-use super::decode::{self, DecodeError};
+use engine::conf::go_decode::{self as decode, DecodeError};
 
 /// The `sra` argument as decoded, before the per-resource weights are derived.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -18,10 +18,11 @@
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, PoisonError};
 
 use engine::conf::Arguments;
-use engine::framework::{EventType, ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
+use engine::framework::{ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
+
+use crate::fairness::EnqueueRejections;
 use engine::model::quantity;
 use engine::model::{JobId, Resource, ResourceName};
 
@@ -60,7 +61,7 @@ struct ResourceQuotaPlugin {
     /// key, in nano-units).
     pending: HashMap<String, BTreeMap<String, i128>>,
     /// Jobs rejected by `job_enqueueable` with the event message, recorded at close.
-    rejections: Mutex<Vec<(JobId, String)>>,
+    rejections: EnqueueRejections,
 }
 
 /// Reads a resource list; an entry that is not a valid quantity is left out with a warning
@@ -204,29 +205,11 @@ impl Plugin for ResourceQuotaPlugin {
     }
 
     fn on_session_close(&mut self, ssn: &mut SessionState) {
-        let rejections = std::mem::take(
-            self.rejections
-                .get_mut()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for (job, message) in rejections {
-            ssn.record_job_event(
-                job,
-                EventType::Normal,
-                apis::condition_type::UNSCHEDULABLE,
-                message,
-            );
-        }
+        self.rejections.emit(ssn);
     }
 
     fn enqueue_rejection(&self, _ssn: &SessionState, job: JobId) -> Option<String> {
-        self.rejections
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .rev()
-            .find(|(j, _)| *j == job)
-            .map(|(_, m)| m.clone())
+        self.rejections.message_for(job)
     }
 
     /// §5: the first quota of the namespace that the request would exceed rejects the job.
@@ -246,10 +229,7 @@ impl Plugin for ResourceQuotaPlugin {
             }
             let message = quota.message(&requested, &exceeded);
             tracing::debug!(job = %j.uid, %message, "resourcequota: job not enqueueable");
-            self.rejections
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((job, message));
+            self.rejections.record(job, message);
             return REJECT;
         }
         PERMIT

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use super::*;
 use crate::testutil::{SESSION_UID, StateLookup, TestCluster, conf, pod, pod_group, test_now};
 use engine::conf::PluginOption;
-use engine::framework::{Session, SessionOptions};
+use engine::framework::{EventType, Session, SessionOptions};
 use engine::model::job::phase;
 use serde_json::{Value, json};
 

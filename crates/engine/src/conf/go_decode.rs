@@ -13,10 +13,10 @@
 //! Every mismatch is an error naming the path; the caller decides what to fall back to
 //! (Volcano exits the process instead).
 
-use engine::conf::ArgValue;
+use super::ArgValue;
 
 /// A decoding failure, already rendered with the path of the bad value.
-pub(super) type DecodeError = String;
+pub type DecodeError = String;
 
 fn mismatch(path: &str, expected: &str, found: &ArgValue) -> DecodeError {
     format!("{path}: expected {expected}, found {}", found.describe())
@@ -33,7 +33,7 @@ fn go_float_to_int(f: f64) -> i64 {
 }
 
 /// An `int` destination; `None` for null.
-pub(super) fn int(v: &ArgValue, path: &str) -> Result<Option<i64>, DecodeError> {
+pub fn int(v: &ArgValue, path: &str) -> Result<Option<i64>, DecodeError> {
     match v {
         ArgValue::Null => Ok(None),
         ArgValue::Int(i) => Ok(Some(*i)),
@@ -45,7 +45,7 @@ pub(super) fn int(v: &ArgValue, path: &str) -> Result<Option<i64>, DecodeError> 
 }
 
 /// A `float64` destination; `None` for null.
-pub(super) fn float(v: &ArgValue, path: &str) -> Result<Option<f64>, DecodeError> {
+pub fn float(v: &ArgValue, path: &str) -> Result<Option<f64>, DecodeError> {
     match v {
         ArgValue::Null => Ok(None),
         ArgValue::Int(i) => Ok(Some(*i as f64)),
@@ -56,7 +56,7 @@ pub(super) fn float(v: &ArgValue, path: &str) -> Result<Option<f64>, DecodeError
 }
 
 /// A `bool` destination; `None` for null.
-pub(super) fn boolean(v: &ArgValue, path: &str) -> Result<Option<bool>, DecodeError> {
+pub fn boolean(v: &ArgValue, path: &str) -> Result<Option<bool>, DecodeError> {
     match v {
         ArgValue::Null => Ok(None),
         ArgValue::Bool(b) => Ok(Some(*b)),
@@ -65,7 +65,7 @@ pub(super) fn boolean(v: &ArgValue, path: &str) -> Result<Option<bool>, DecodeEr
 }
 
 /// A `string` destination; `None` for null.
-pub(super) fn string(v: &ArgValue, path: &str) -> Result<Option<String>, DecodeError> {
+pub fn string(v: &ArgValue, path: &str) -> Result<Option<String>, DecodeError> {
     match v {
         ArgValue::Null => Ok(None),
         ArgValue::Str(s) => Ok(Some(s.clone())),
@@ -75,7 +75,7 @@ pub(super) fn string(v: &ArgValue, path: &str) -> Result<Option<String>, DecodeE
 
 /// A `map[string]T` destination: its entries in document order with decoded keys, each value
 /// passed to `elem` with its path. `None` for null.
-pub(super) fn map<T>(
+pub fn map<T>(
     v: &ArgValue,
     path: &str,
     mut elem: impl FnMut(&ArgValue, &str) -> Result<T, DecodeError>,
@@ -99,16 +99,13 @@ pub(super) fn map<T>(
 }
 
 /// The keys of a mapping decoded into a Go struct, with the mapping's path.
-pub(super) struct Fields<'a> {
+pub struct Fields<'a> {
     entries: &'a [(ArgValue, ArgValue)],
     path: &'a str,
 }
 
 /// A struct destination; `None` for null.
-pub(super) fn fields<'a>(
-    v: &'a ArgValue,
-    path: &'a str,
-) -> Result<Option<Fields<'a>>, DecodeError> {
+pub fn fields<'a>(v: &'a ArgValue, path: &'a str) -> Result<Option<Fields<'a>>, DecodeError> {
     match v {
         ArgValue::Null => Ok(None),
         ArgValue::Map(entries) => Ok(Some(Fields { entries, path })),
@@ -119,7 +116,7 @@ pub(super) fn fields<'a>(
 impl<'a> Fields<'a> {
     /// The value for Go field `name`: an exact key first, else the first key equal to it under
     /// Go's case folding (Go picks among several such keys in random map order).
-    pub(super) fn get(&self, name: &str) -> Option<&'a ArgValue> {
+    pub fn get(&self, name: &str) -> Option<&'a ArgValue> {
         let keyed = || {
             self.entries
                 .iter()
@@ -133,7 +130,7 @@ impl<'a> Fields<'a> {
 
     /// Decodes Go field `name` (shown as `key` in errors) with `dec`; `None` when the field is
     /// missing or null.
-    pub(super) fn read<T>(
+    pub fn read<T>(
         &self,
         name: &str,
         key: &str,
