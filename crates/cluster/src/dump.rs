@@ -1,9 +1,26 @@
 //! A dump of the daemon's current view of the cluster, in the simulator's input format
 //! (multi-document YAML of ordinary Kubernetes objects), so any live situation can be replayed
 //! with `volcano-rs simulate`.
+//!
+//! The first document is the scheduler configuration in force (`kind: SchedulerConfiguration`,
+//! which the simulator uses when it is given no `--scheduler-conf`), so a replay decides with
+//! the same policy. Nothing a pod carries for its program is kept: container `env` values,
+//! `command` and `args` are dropped (an `env` entry keeps its name and its `valueFrom`
+//! reference), and so is the `kubectl.kubernetes.io/last-applied-configuration` annotation of
+//! every object, which repeats the whole manifest. None of it plays a part in scheduling.
 
+use engine::conf::SchedulerConf;
 use engine::state::ClusterState;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
+
+/// `apiVersion` of the configuration document (read by `volcano-rs simulate`).
+pub const CONF_API_VERSION: &str = "volcano-rs/v1";
+/// `kind` of the configuration document.
+pub const CONF_KIND: &str = "SchedulerConfiguration";
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 fn push<T: Serialize>(out: &mut String, obj: &T) {
     match serde_yaml::to_string(obj) {
@@ -15,33 +32,96 @@ fn push<T: Serialize>(out: &mut String, obj: &T) {
     }
 }
 
-/// Every object as last observed, namespaces and classes first, pods last.
-pub fn dump_yaml(state: &ClusterState) -> String {
+/// The configuration document: the configuration in force, as YAML text.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfDocument {
+    api_version: &'static str,
+    kind: &'static str,
+    conf: String,
+}
+
+fn without_last_applied(meta: &ObjectMeta) -> ObjectMeta {
+    let mut meta = meta.clone();
+    if let Some(a) = meta.annotations.as_mut() {
+        a.remove(LAST_APPLIED);
+    }
+    meta
+}
+
+/// A copy of an object with its `last-applied-configuration` annotation removed.
+fn clean<T: k8s_openapi::Metadata<Ty = ObjectMeta> + Clone>(obj: &T) -> T {
+    let mut obj = obj.clone();
+    *obj.metadata_mut() = without_last_applied(obj.metadata());
+    obj
+}
+
+fn redact_container(c: &mut Container) {
+    c.command = None;
+    c.args = None;
+    for e in c.env.iter_mut().flatten() {
+        e.value = None;
+    }
+}
+
+/// A pod as the scheduler needs it: no env values, commands, arguments or last-applied copy.
+fn redact_pod(pod: &Pod) -> Pod {
+    let mut pod = clean(pod);
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers.iter_mut().for_each(redact_container);
+        spec.init_containers
+            .iter_mut()
+            .flatten()
+            .for_each(redact_container);
+        for c in spec.ephemeral_containers.iter_mut().flatten() {
+            c.command = None;
+            c.args = None;
+            for e in c.env.iter_mut().flatten() {
+                e.value = None;
+            }
+        }
+    }
+    pod
+}
+
+/// Every object as last observed (configuration first, then namespaces and classes, pods last),
+/// without the fields the module doc lists.
+pub fn dump_yaml(state: &ClusterState, conf: Option<&SchedulerConf>) -> String {
     let o = state.observed_objects();
     let mut out = String::new();
+    if let Some(conf) = conf {
+        push(
+            &mut out,
+            &ConfDocument {
+                api_version: CONF_API_VERSION,
+                kind: CONF_KIND,
+                conf: conf.to_yaml(),
+            },
+        );
+    }
     for x in &o.namespaces {
-        push(&mut out, x.as_ref());
+        push(&mut out, &clean(x.as_ref()));
     }
     for x in &o.priority_classes {
-        push(&mut out, x.as_ref());
+        push(&mut out, &clean(x.as_ref()));
     }
     for x in &o.queues {
-        push(&mut out, x.as_ref());
+        push(&mut out, &clean(x.as_ref()));
     }
     for x in &o.nodes {
-        push(&mut out, x.as_ref());
+        push(&mut out, &clean(x.as_ref()));
     }
     for x in &o.pod_groups {
-        push(&mut out, x.as_ref());
+        push(&mut out, &clean(x.as_ref()));
     }
     for x in &o.pdbs {
-        push(&mut out, x.as_ref());
+        push(&mut out, &clean(x.as_ref()));
     }
     for x in &o.resource_quotas {
-        push(&mut out, x.as_ref());
+        push(&mut out, &clean(x.as_ref()));
     }
     for x in &o.pods {
-        push(&mut out, x.as_ref());
+        push(&mut out, &redact_pod(x.as_ref()));
     }
     out
 }
@@ -50,9 +130,9 @@ pub fn dump_yaml(state: &ClusterState) -> String {
 mod tests {
     use super::*;
     use engine::state::StateOptions;
+    use serde::Deserialize;
 
-    #[test]
-    fn dump_has_kinds_and_round_trips_through_yaml() {
+    fn state_with_secret_pod() -> ClusterState {
         let mut s = ClusterState::new(StateOptions::default());
         s.upsert_node(
             serde_json::from_value(serde_json::json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "2"}}}))
@@ -60,18 +140,67 @@ mod tests {
         );
         s.upsert_pod(
             serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "p", "namespace": "ns"},
-                "spec": {"schedulerName": "volcano-rs", "containers": [{"name": "c"}]}
+                "metadata": {"name": "p", "namespace": "ns", "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": "{\"spec\":{\"containers\":[{\"env\":[{\"name\":\"DB_PASSWORD\",\"value\":\"hunter2-in-annotation\"}]}]}}",
+                    "keep": "me"
+                }},
+                "spec": {"schedulerName": "volcano-rs", "containers": [{
+                    "name": "c",
+                    "command": ["/bin/run", "--token=hunter2-in-command"],
+                    "args": ["--password", "hunter2-in-args"],
+                    "env": [
+                        {"name": "DB_PASSWORD", "value": "hunter2-in-env"},
+                        {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+                    ],
+                    "resources": {"requests": {"cpu": "1"}}
+                }],
+                "initContainers": [{"name": "i", "env": [{"name": "X", "value": "hunter2-in-init"}]}]}
             }))
             .expect("pod"),
         );
-        let text = dump_yaml(&s);
+        s
+    }
+
+    fn documents(text: &str) -> Vec<serde_yaml::Value> {
+        serde_yaml::Deserializer::from_str(text)
+            .map(|d| serde_yaml::Value::deserialize(d).expect("yaml"))
+            .collect()
+    }
+
+    #[test]
+    fn dump_has_kinds_and_round_trips_through_yaml() {
+        let text = dump_yaml(&state_with_secret_pod(), None);
         assert!(text.contains("kind: Node"), "{text}");
         assert!(text.contains("kind: Pod"), "{text}");
-        let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&text)
-            .map(|d| serde_yaml::Value::deserialize(d).expect("yaml"))
-            .collect();
-        assert_eq!(docs.len(), 2);
+        assert_eq!(documents(&text).len(), 2);
     }
-    use serde::Deserialize;
+
+    #[test]
+    fn dump_keeps_no_secret_values_commands_or_last_applied() {
+        let text = dump_yaml(&state_with_secret_pod(), None);
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(!text.contains(LAST_APPLIED), "{text}");
+        // What scheduling needs stays: names, references, requests, other annotations.
+        for kept in [
+            "DB_PASSWORD",
+            "FROM_SECRET",
+            "secretKeyRef",
+            "cpu: '1'",
+            "keep: me",
+        ] {
+            assert!(text.contains(kept), "{kept} missing from {text}");
+        }
+    }
+
+    #[test]
+    fn dump_starts_with_the_configuration_in_force() {
+        let conf = SchedulerConf::embedded_default();
+        let text = dump_yaml(&state_with_secret_pod(), Some(&conf));
+        let docs = documents(&text);
+        assert_eq!(docs.len(), 3);
+        assert_eq!(docs[0]["kind"].as_str(), Some(CONF_KIND));
+        assert_eq!(docs[0]["apiVersion"].as_str(), Some(CONF_API_VERSION));
+        let conf_text = docs[0]["conf"].as_str().expect("conf text");
+        assert!(conf_text.contains("name: proportion"), "{conf_text}");
+    }
 }

@@ -7,7 +7,9 @@
 //!   before. A standby replica is ready too, so that a rollout does not wait for leadership; the
 //!   body names the role.
 //! * `/debug/state` — the cluster as the daemon sees it, in the simulator's input format (ours,
-//!   in place of Volcano's SIGUSR1 cache dump, §9.4).
+//!   in place of Volcano's SIGUSR1 cache dump, §9.4), on its own server ([`serve_debug_on`]),
+//!   which the daemon starts only when asked to, on loopback unless told otherwise; the dump
+//!   carries no env values, commands or `last-applied-configuration` (see `dump`).
 //! * anything else — `404`.
 //!
 //! Timeouts follow §9.1 as far as axum's server lets them be set (see [`Timeouts`]); TLS and the
@@ -97,17 +99,26 @@ impl Default for Timeouts {
     }
 }
 
-/// Serves `/metrics`, `/healthz`, `/readyz` and `/debug/state` on `addr` until `shutdown`
-/// resolves. Failing to bind is an error; the caller decides whether it is fatal.
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown` resolves. Failing
+/// to bind is an error; the caller decides whether it is fatal.
 pub async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
-    dump: DumpFn,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let listener = bind(addr).await?;
-    serve_on(listener, metrics, health, dump, shutdown).await
+    serve_on(listener, metrics, health, shutdown).await
+}
+
+/// Serves only `/debug/state` on an already bound listener.
+pub async fn serve_debug_on(
+    listener: TcpListener,
+    dump: DumpFn,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let router = debug_router(dump).fallback(not_found);
+    run(listener, router, Timeouts::default(), shutdown).await
 }
 
 /// Serves only `/healthz` and `/readyz` on `addr` (Volcano's separate `--healthz-address`).
@@ -132,10 +143,9 @@ pub async fn serve_on(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
-    dump: DumpFn,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let router = full_router(metrics, health, dump);
+    let router = full_router(metrics, health);
     run(listener, router, Timeouts::default(), shutdown).await
 }
 
@@ -149,12 +159,15 @@ pub async fn serve_health_on(
     run(listener, router, Timeouts::default(), shutdown).await
 }
 
-fn full_router(metrics: Arc<Metrics>, health: Arc<Health>, dump: DumpFn) -> Router {
+fn full_router(metrics: Arc<Metrics>, health: Arc<Health>) -> Router {
     Router::new()
         .route("/metrics", get(move || metrics_response(metrics.clone())))
-        .route("/debug/state", get(move || dump_response(dump.clone())))
         .merge(health_router(health))
         .fallback(not_found)
+}
+
+fn debug_router(dump: DumpFn) -> Router {
+    Router::new().route("/debug/state", get(move || dump_response(dump.clone())))
 }
 
 fn health_router(health: Arc<Health>) -> Router {
@@ -538,9 +551,8 @@ mod tests {
         let metrics = Metrics::new();
         metrics.set_leader(true);
         let health = Arc::new(Health::new(true));
-        let dump: DumpFn = Arc::new(|| "nodes: []\n".to_owned());
         let server = start(
-            full_router(metrics.clone(), health.clone(), dump),
+            full_router(metrics.clone(), health.clone()),
             Timeouts::default(),
         )
         .await;
@@ -586,7 +598,21 @@ mod tests {
         let r = fetch(addr, "/readyz").await;
         assert!(r.body.contains("role: leader"), "{}", r.body);
 
-        let r = fetch(addr, "/debug/state").await;
+        // The state dump is not on the metrics server.
+        assert_eq!(fetch(addr, "/debug/state").await.status, 404);
+
+        let r = fetch(addr, "/nope").await;
+        assert_eq!(r.status, 404);
+        assert_eq!(r.body, "404 page not found\n");
+
+        server.stop().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn debug_server_serves_the_dump_only() {
+        let dump: DumpFn = Arc::new(|| "nodes: []\n".to_owned());
+        let server = start(debug_router(dump).fallback(not_found), Timeouts::default()).await;
+        let r = fetch(server.addr, "/debug/state").await;
         assert_eq!(r.status, 200);
         assert_eq!(r.body, "nodes: []\n");
         assert!(
@@ -594,11 +620,8 @@ mod tests {
             "{}",
             r.headers
         );
-
-        let r = fetch(addr, "/nope").await;
-        assert_eq!(r.status, 404);
-        assert_eq!(r.body, "404 page not found\n");
-
+        assert_eq!(fetch(server.addr, "/metrics").await.status, 404);
+        assert_eq!(fetch(server.addr, "/healthz").await.status, 404);
         server.stop().await;
     }
 

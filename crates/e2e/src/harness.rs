@@ -901,7 +901,8 @@ where
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
+/// A port free on 127.0.0.1 right now (it may be taken again before it is used).
+pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(listener.local_addr()?.port())
 }
@@ -1032,7 +1033,7 @@ impl Daemon {
         self.pid
     }
 
-    /// Address of `/metrics` and `/debug/state`.
+    /// Address of `/metrics`.
     pub fn metrics_addr(&self) -> SocketAddr {
         self.metrics_addr
     }
@@ -1055,15 +1056,6 @@ impl Daemon {
         let (status, body) = http_get(self.metrics_addr, "/metrics").await?;
         if status != 200 {
             bail!("/metrics answered {status}: {body}");
-        }
-        Ok(body)
-    }
-
-    /// GET `/debug/state` (the daemon's view, in the simulator's YAML format).
-    pub async fn debug_state(&self) -> anyhow::Result<String> {
-        let (status, body) = http_get(self.metrics_addr, "/debug/state").await?;
-        if status != 200 {
-            bail!("/debug/state answered {status}: {body}");
         }
         Ok(body)
     }

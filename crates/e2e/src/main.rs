@@ -44,6 +44,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("rbac", tests::rbac::rbac),
     ("resource-quota", tests::quota::resource_quota),
     ("node-group", tests::nodegroup::node_group),
+    ("debug-state", tests::debugstate::debug_state),
 ];
 
 const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]

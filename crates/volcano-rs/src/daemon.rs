@@ -76,9 +76,14 @@ pub struct RunArgs {
     /// Namespace of the leader Lease.
     #[arg(long, default_value = "volcano-system")]
     pub leader_elect_resource_namespace: String,
-    /// Address of the /metrics and /debug/state server.
+    /// Address of the /metrics server.
     #[arg(long, default_value = ":8080")]
     pub listen_address: String,
+    /// Serve /debug/state (the cluster as this replica sees it, for `volcano-rs simulate`) on
+    /// this address; off when empty. `:PORT` means 127.0.0.1:PORT: the dump holds every pod
+    /// and node of the cluster and is served without authentication.
+    #[arg(long, default_value = "", value_name = "HOST:PORT")]
+    pub debug_state_address: String,
     /// Address of the /healthz and /readyz server.
     #[arg(long, default_value = ":11251")]
     pub healthz_address: String,
@@ -125,6 +130,21 @@ fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
     };
     full.parse()
         .with_context(|| format!("invalid address {s:?}"))
+}
+
+/// `--debug-state-address`: empty = off; a bare `:PORT` binds loopback only.
+fn parse_debug_addr(s: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let full = if s.starts_with(':') {
+        format!("127.0.0.1{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map(Some)
+        .with_context(|| format!("invalid --debug-state-address {s:?}"))
 }
 
 fn parse_node_selector(items: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -233,6 +253,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let mut conf = ConfSource::load(args.scheduler_conf.clone(), &known)?;
     let listen = parse_addr(&args.listen_address)?;
+    let debug_addr = parse_debug_addr(&args.debug_state_address)?;
     let healthz = parse_addr(&args.healthz_address)?;
     // One identity for the process: the Lease holder, the events' reporting instance and the
     // prefix of session UIDs (PodGroup condition transitionIDs) all name this replica.
@@ -266,19 +287,29 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
 
     // HTTP servers: every replica serves them, leader or not.
-    let dump_state = shared.clone();
-    let dump: http::DumpFn = Arc::new(move || cluster::dump::dump_yaml(&dump_state.lock()));
+    let (conf_tx, conf_rx) = watch::channel(conf.current());
     let mut servers = tokio::task::JoinSet::new();
     {
-        let (m, h, d, rx) = (
-            metrics.clone(),
-            health.clone(),
-            dump.clone(),
-            shutdown_rx.clone(),
-        );
+        let (m, h, rx) = (metrics.clone(), health.clone(), shutdown_rx.clone());
         servers.spawn(async move {
-            if let Err(e) = http::serve(listen, m, h, d, wait_shutdown(rx)).await {
+            if let Err(e) = http::serve(listen, m, h, wait_shutdown(rx)).await {
                 tracing::error!(address = %listen, error = %e, "metrics server failed");
+            }
+        });
+    }
+    if let Some(addr) = debug_addr {
+        let dump_state = shared.clone();
+        let dump: http::DumpFn = Arc::new(move || {
+            let conf = conf_rx.borrow().clone();
+            cluster::dump::dump_yaml(&dump_state.lock(), Some(&conf))
+        });
+        let listener = http::bind(addr)
+            .await
+            .with_context(|| format!("--debug-state-address {addr}"))?;
+        let rx = shutdown_rx.clone();
+        servers.spawn(async move {
+            if let Err(e) = http::serve_debug_on(listener, dump, wait_shutdown(rx)).await {
+                tracing::error!(address = %addr, error = %e, "debug state server failed");
             }
         });
     }
@@ -397,6 +428,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 tracing::info!("scheduler configuration reloaded");
                 metrics.config_reload(true);
                 metrics.set_skipped_plugins(&conf.current().skipped_plugins);
+                conf_tx.send_replace(conf.current());
             }
             ReloadOutcome::Refused { error } => {
                 tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
@@ -626,6 +658,17 @@ mod tests {
     fn addresses_and_selectors() {
         assert_eq!(parse_addr(":8080").ok(), "0.0.0.0:8080".parse().ok());
         assert_eq!(parse_addr("127.0.0.1:9").ok(), "127.0.0.1:9".parse().ok());
+        // The state dump is off by default and loopback-only unless a host is given.
+        assert_eq!(parse_debug_addr("").ok(), Some(None));
+        assert_eq!(
+            parse_debug_addr(":8081").ok(),
+            Some("127.0.0.1:8081".parse().ok())
+        );
+        assert_eq!(
+            parse_debug_addr("0.0.0.0:8081").ok(),
+            Some("0.0.0.0:8081".parse().ok())
+        );
+        assert!(parse_debug_addr("nope").is_err());
         assert!(parse_addr("nonsense").is_err());
         assert_eq!(
             parse_node_selector(&["pool:batch".into(), "zone: a".into()]).ok(),

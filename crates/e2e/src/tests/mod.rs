@@ -3,6 +3,7 @@
 
 pub mod badinput;
 pub mod basic;
+pub mod debugstate;
 pub mod evict;
 pub mod leader;
 pub mod nodegroup;

@@ -37,6 +37,10 @@ pub struct SimInput {
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     pub resource_quotas: Vec<ResourceQuota>,
     pub namespaces: Vec<Namespace>,
+    /// The scheduler configuration a daemon's `/debug/state` dump carries
+    /// (`kind: SchedulerConfiguration`): its location and text. Used when no
+    /// `--scheduler-conf` is given.
+    pub scheduler_conf: Option<(String, String)>,
     /// Problems that did not stop the load (skipped kinds, duplicates), one line each.
     pub warnings: Vec<String>,
     /// (kind, namespace/name) of every object read, to report duplicates.
@@ -231,6 +235,22 @@ impl SimInput {
             .filter(|ns| !ns.is_empty())
             .unwrap_or("default");
 
+        if kind == cluster::dump::CONF_KIND && api_version == cluster::dump::CONF_API_VERSION {
+            let Some(text) = object.get("conf").and_then(Value::as_str) else {
+                return Err(input_error(
+                    location.to_string(),
+                    "conf: expected the configuration as a string".to_string(),
+                ));
+            };
+            let located = format!("{file}: {location} ({kind})");
+            if self.scheduler_conf.is_some() {
+                self.warnings.push(format!(
+                    "{located}: a second scheduler configuration; the later one is used"
+                ));
+            }
+            self.scheduler_conf = Some((located, text.to_string()));
+            return Ok(());
+        }
         let Some(known) = Kind::from_name(kind) else {
             let what = describe(kind, api_version, name);
             self.warnings.push(format!(

@@ -131,7 +131,20 @@ pub fn parse_conf(file: &ConfFile, strict: bool) -> Result<(SchedulerConf, Vec<S
 /// Runs the simulation: sessions until one changes nothing, at most `opts.max_cycles`.
 pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
     let mut warnings = Vec::new();
-    let conf = match &opts.scheduler_conf {
+    // An explicit file wins over the configuration a state dump carries.
+    let dumped = input.scheduler_conf.as_ref().map(|(name, text)| ConfFile {
+        name: name.clone(),
+        text: text.clone(),
+    });
+    if opts.scheduler_conf.is_some()
+        && let Some(d) = &dumped
+    {
+        warnings.push(format!(
+            "{}: the input's scheduler configuration is not used (--scheduler-conf is given)",
+            d.name
+        ));
+    }
+    let conf = match opts.scheduler_conf.as_ref().or(dumped.as_ref()) {
         Some(file) => {
             let (conf, conf_warnings) = parse_conf(file, opts.strict_config)?;
             warnings.extend(conf_warnings);
@@ -223,6 +236,42 @@ mod tests {
                 .warnings
                 .iter()
                 .any(|w| w.starts_with("sched.conf: ") && w.contains("surprise")),
+            "{:?}",
+            report.warnings
+        );
+    }
+
+    /// A `/debug/state` dump leads with the daemon's configuration; the simulator uses it
+    /// unless `--scheduler-conf` is given.
+    #[test]
+    fn a_dump_carries_its_configuration() {
+        let cluster = "apiVersion: volcano-rs/v1\nkind: SchedulerConfiguration\n\
+                       conf: |\n  actions: enqueue\n  tiers: []\n---\n\
+                       apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n\
+                       status: {allocatable: {cpu: '2', memory: 2Gi, pods: '10'}}\n---\n\
+                       apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, uid: u}\n\
+                       spec: {schedulerName: volcano-rs, containers: [{name: c}]}\n\
+                       status: {phase: Pending}\n";
+        let mut input = SimInput::default();
+        input.add_str("dump.yaml", cluster).expect("loads");
+        assert!(input.scheduler_conf.is_some());
+        // Only `enqueue` runs: nothing is bound.
+        let report = run(&input, &SimOptions::new(now())).expect("runs");
+        assert!(
+            report.cycles.iter().all(|c| c.binds.is_empty()),
+            "{:?}",
+            report.cycles
+        );
+        // An explicit configuration wins, with a warning.
+        let mut opts = SimOptions::new(now());
+        opts.scheduler_conf = Some(ConfFile {
+            name: "sched.conf".into(),
+            text: engine::conf::DEFAULT_SCHEDULER_CONF.into(),
+        });
+        let report = run(&input, &opts).expect("runs");
+        assert_eq!(report.cycles[0].binds.len(), 1, "{:?}", report.cycles);
+        assert!(
+            report.warnings.iter().any(|w| w.contains("is not used")),
             "{:?}",
             report.warnings
         );
