@@ -8,11 +8,13 @@
 //! * [`leader`]: leader election on a coordination.k8s.io Lease.
 //! * [`conf_watch`]: the scheduler configuration file with hot reload.
 //! * [`metrics`], [`http`]: Volcano's Prometheus metrics and the metrics/health HTTP servers.
+//! * [`invariants`]: the runtime invariant checker's reporting (once per finding, with grace).
 
 pub mod conf_watch;
 pub mod dump;
 pub mod executor;
 pub mod http;
+pub mod invariants;
 pub mod leader;
 pub mod metrics;
 pub mod queues;

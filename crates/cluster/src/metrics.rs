@@ -298,6 +298,7 @@ pub struct Metrics {
     pods_evicted: IntCounterVec,
     config_reloads: IntCounterVec,
     skipped_plugins: GaugeVec,
+    invariant_violations: IntCounterVec,
     leader: IntGauge,
     scrape_requests: IntCounterVec,
     scrape_in_flight: IntGauge,
@@ -333,6 +334,18 @@ impl Metrics {
         );
         for result in ["success", "failure"] {
             config_reloads.with_label_values(&[result]);
+        }
+        let invariant_violations = register(
+            r,
+            int_counter_vec(
+                "invariant_violations_total",
+                "Runtime invariant violations found in the scheduler's state, by kind (each \
+                 counted once while it lasts); should stay 0",
+                &["kind"],
+            ),
+        );
+        for kind in engine::state::invariants::ViolationKind::ALL {
+            invariant_violations.with_label_values(&[kind.as_str()]);
         }
         // Go's promhttp pre-creates these three codes.
         let scrape_requests = register(
@@ -538,6 +551,7 @@ impl Metrics {
                 ),
             ),
             config_reloads,
+            invariant_violations,
             skipped_plugins: register(
                 r,
                 gauge_vec(
@@ -801,6 +815,11 @@ impl Metrics {
     pub fn config_reload(&self, ok: bool) {
         let result = if ok { "success" } else { "failure" };
         self.config_reloads.with_label_values(&[result]).inc();
+    }
+
+    /// A runtime invariant violation was found.
+    pub fn invariant_violation(&self, kind: &str) {
+        self.invariant_violations.with_label_values(&[kind]).inc();
     }
 
     /// The plugins skipped by the configuration in force (replaces the previous set).

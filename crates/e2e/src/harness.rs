@@ -901,6 +901,44 @@ where
     }
 }
 
+/// The `invariant violation` lines in the logs of the daemons test `name` started (files
+/// `<name>.log` and `<name>-<n>.log` written since `since`).
+pub fn invariant_violations(
+    log_dir: &Path,
+    name: &str,
+    since: std::time::SystemTime,
+) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(log_dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = file.strip_suffix(".log") else {
+            continue;
+        };
+        let ours = stem == name
+            || stem
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let fresh = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= since);
+        if !ours || !fresh {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        found.extend(
+            text.lines()
+                .filter(|l| l.contains("invariant violation"))
+                .map(|l| format!("{file}: {l}")),
+        );
+    }
+    found
+}
+
 /// A port free on 127.0.0.1 right now (it may be taken again before it is used).
 pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;

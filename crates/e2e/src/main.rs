@@ -154,6 +154,7 @@ async fn run_one(
     timeout: Duration,
 ) -> (&'static str, f64, anyhow::Result<()>) {
     let start = Instant::now();
+    let started_at = std::time::SystemTime::now();
     let mut task = tokio::spawn(test(env.clone()));
     let outcome = match tokio::time::timeout(timeout, &mut task).await {
         Ok(Ok(result)) => result,
@@ -166,6 +167,19 @@ async fn run_one(
         }
     };
     let secs = start.elapsed().as_secs_f64();
+    // Every test also checks the daemons' runtime invariants: any violation they logged fails it.
+    let outcome = outcome.and_then(|()| {
+        let found = harness::invariant_violations(&env.log_dir, name, started_at);
+        if found.is_empty() {
+            Ok(())
+        } else {
+            Err(anyhow!(
+                "the daemon reported {} invariant violation(s), first: {}",
+                found.len(),
+                found[0]
+            ))
+        }
+    });
     let cleaned = harness::cleanup_test(&env, name).await;
     let result = match (outcome, cleaned) {
         (Ok(()), Ok(())) => Ok(()),

@@ -217,6 +217,19 @@ fn self_reference(args: &RunArgs) -> ObjectRef {
     }
 }
 
+/// Logs and counts runtime invariant violations (docs/operations.md).
+fn report_violations(metrics: &Metrics, found: Vec<engine::state::invariants::Violation>) {
+    for v in found {
+        tracing::error!(
+            kind = v.kind.as_str(),
+            subject = %v.subject,
+            detail = %v.detail,
+            "invariant violation"
+        );
+        metrics.invariant_violation(v.kind.as_str());
+    }
+}
+
 /// One Warning event per plugin the configuration names but this build lacks, so that
 /// `kubectl get events` shows why a policy the file asks for does not apply.
 fn skipped_plugin_events(
@@ -399,6 +412,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let self_ref = self_reference(&args);
     // The skipped plugins last reported as events; `None` until the leader first reports.
     let mut reported_skips: Option<Vec<String>> = None;
+    let mut invariants = cluster::invariants::InvariantTracker::default();
     metrics.set_skipped_plugins(&conf.current().skipped_plugins);
     loop {
         if *shutdown.borrow() {
@@ -520,7 +534,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             ms = total.as_millis() as u64,
             "session"
         );
+        report_violations(
+            &metrics,
+            engine::state::invariants::check_binds(
+                &shared.lock(),
+                decisions
+                    .binds
+                    .iter()
+                    .map(|b| (b.pod.as_str(), b.node.as_str())),
+            ),
+        );
         executor.assume(&decisions);
+        // Sessions run at least once a period, so this is also the periodic check.
+        let snapshot = shared.snapshot();
+        if let Ok(found) =
+            tokio::task::spawn_blocking(move || engine::state::invariants::check_state(&snapshot))
+                .await
+        {
+            report_violations(&metrics, invariants.observe_state(found, Instant::now()));
+        }
         // Binds run in the background: they are assumed in the state, so no later session
         // decides them again. The other writes (PodGroup and Queue status, pod conditions,
         // evictions, events) finish before the next session, as Volcano writes job status at

@@ -464,5 +464,6 @@ impl ClusterState {
     }
 }
 
+pub mod invariants;
 #[cfg(test)]
 mod tests;
