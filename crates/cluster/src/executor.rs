@@ -31,6 +31,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
+use crate::leader::Fence;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::shared::Shared;
@@ -57,6 +58,25 @@ pub struct Executor {
     metrics: Arc<Metrics>,
     cfg: ExecutorConfig,
     recent_events: Mutex<HashMap<(String, String, String), Instant>>,
+    /// Every write checks it just before it is sent.
+    fence: Fence,
+}
+
+/// Why a write was not done.
+#[derive(Debug)]
+enum WriteError {
+    /// This replica does not hold a fresh Lease (see [`Fence`]): the write was not sent.
+    Fenced,
+    Api(kube::Error),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::Fenced => f.write_str("not sent: this replica no longer holds the lease"),
+            WriteError::Api(e) => e.fmt(f),
+        }
+    }
 }
 
 fn is_transient(e: &kube::Error) -> bool {
@@ -74,6 +94,7 @@ impl Executor {
         limiter: Arc<RateLimiter>,
         metrics: Arc<Metrics>,
         cfg: ExecutorConfig,
+        fence: Fence,
     ) -> Self {
         Executor {
             client,
@@ -81,6 +102,7 @@ impl Executor {
             limiter,
             metrics,
             cfg,
+            fence,
             recent_events: Mutex::new(HashMap::new()),
         }
     }
@@ -163,7 +185,10 @@ impl Executor {
         }
     }
 
-    async fn call<T, F, Fut>(&self, what: &str, idempotent: bool, f: F) -> Result<T, kube::Error>
+    /// Sends one write (retried when idempotent and the error is transient), each attempt only
+    /// while the fence holds: a write queued behind the rate limiter or a retry delay when
+    /// leadership ends is dropped, not sent.
+    async fn call<T, F, Fut>(&self, what: &str, idempotent: bool, f: F) -> Result<T, WriteError>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T, kube::Error>>,
@@ -172,6 +197,12 @@ impl Executor {
         let mut attempt = 1;
         loop {
             self.limiter.acquire().await;
+            if !self.fence.holds() {
+                self.metrics.write_fenced(what);
+                return Err(WriteError::Fenced);
+            }
+            self.metrics.write_sent(what);
+            tracing::trace!(write = what, "sending write");
             match f().await {
                 Ok(v) => return Ok(v),
                 Err(e) if idempotent && attempt < WRITE_ATTEMPTS && is_transient(&e) => {
@@ -180,7 +211,7 @@ impl Executor {
                     delay *= 2;
                     attempt += 1;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(WriteError::Api(e)),
             }
         }
     }
@@ -226,6 +257,10 @@ impl Executor {
                     message: format!("Successfully assigned {ns}/{name} to {}", b.node),
                 })
                 .await;
+            }
+            Err(WriteError::Fenced) => {
+                // Whoever leads now decides this pod again.
+                self.shared.lock().rollback_bind(&b.pod);
             }
             Err(e) => {
                 tracing::warn!(pod = %b.pod, node = %b.node, error = %e, "bind failed; rolled back");
@@ -287,6 +322,7 @@ impl Executor {
                 })
                 .await
             }
+            Err(WriteError::Fenced) => {}
             Err(e) => {
                 tracing::warn!(pod = %c.pod, error = %e, "pod condition not written; retried next cycle")
             }
@@ -304,7 +340,7 @@ impl Executor {
         let result = self
             .call("podgroup status", true, || api.patch(name, &pp, &patch))
             .await;
-        if let Err(e) = result {
+        if let Err(WriteError::Api(e)) = result {
             tracing::warn!(pod_group = %u.pod_group, error = %e, "PodGroup status not written; retried next cycle");
         }
     }
@@ -344,7 +380,7 @@ impl Executor {
                 api.patch_status(&q.queue, &pp, &patch)
             })
             .await;
-        if let Err(e) = result {
+        if let Err(WriteError::Api(e)) = result {
             tracing::warn!(queue = %q.queue, error = %e, "Queue status not written; retried next cycle");
         }
     }
@@ -370,13 +406,20 @@ impl Executor {
         ]}});
         let pods = self.pods(ns);
         let (pp, patch) = (PatchParams::default(), Patch::Strategic(&patch));
-        if let Err(err) = self
+        match self
             .call("evict status", true, || {
                 pods.patch_status(name, &pp, &patch)
             })
             .await
         {
-            tracing::warn!(pod = %e.pod, error = %err, "eviction conditions not written");
+            Ok(_) => {}
+            Err(WriteError::Fenced) => {
+                self.shared.lock().rollback_eviction(&e.pod);
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(pod = %e.pod, error = %err, "eviction conditions not written")
+            }
         }
         let dp = DeleteParams::default();
         match self
@@ -384,7 +427,7 @@ impl Executor {
             .await
         {
             Ok(_) => self.metrics.evictions(&e.action, 1),
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(WriteError::Api(kube::Error::Api(s))) if s.code == 404 => {}
             Err(err) => {
                 tracing::warn!(pod = %e.pod, error = %err, "eviction delete failed; decided again next cycle");
                 self.shared.lock().rollback_eviction(&e.pod);
@@ -440,6 +483,12 @@ impl Executor {
         };
         let api: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
         self.limiter.acquire().await;
+        if !self.fence.holds() {
+            self.metrics.write_fenced("event");
+            return;
+        }
+        self.metrics.write_sent("event");
+        tracing::trace!(write = "event", "sending write");
         if let Err(e) = api.create(&PostParams::default(), &event).await {
             tracing::debug!(error = %e, reason = %ev.reason, "event not published");
             // Let the next identical event try again instead of suppressing it.

@@ -45,6 +45,9 @@ pub struct Health {
     pub leader: AtomicBool,
     /// Whether leader election is enabled.
     pub leader_election: bool,
+    /// The write fence: a leader whose hold lapsed reports `standby` at once, before its
+    /// session loop or elector have noticed.
+    fence: std::sync::OnceLock<crate::leader::Fence>,
 }
 
 impl Health {
@@ -54,7 +57,13 @@ impl Health {
             synced: AtomicBool::new(false),
             leader: AtomicBool::new(!leader_election),
             leader_election,
+            fence: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Makes the role follow the write fence too (the first fence set stays).
+    pub fn set_fence(&self, fence: crate::leader::Fence) {
+        let _ = self.fence.set(fence);
     }
 
     /// Ready once synced, whether leading or standing by.
@@ -64,7 +73,8 @@ impl Health {
 
     /// `leader` or `standby`.
     pub fn role(&self) -> &'static str {
-        if !self.leader_election || self.leader.load(Ordering::Acquire) {
+        let fenced_off = self.fence.get().is_some_and(|f| !f.holds());
+        if !self.leader_election || (self.leader.load(Ordering::Acquire) && !fenced_off) {
             "leader"
         } else {
             "standby"

@@ -39,6 +39,58 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep, timeout, timeout_at};
 use tracing::{debug, error, info, warn};
 
+/// Whether this replica may write: it holds a Lease it renewed within the renew deadline.
+///
+/// The elector extends the hold on every acquisition or renewal (from the start of that
+/// attempt) and drops it on loss; every write checks [`Fence::holds`] just before it is sent.
+/// The hold is a point on the monotonic clock, which keeps running while the process is
+/// stopped, so a leader paused past its Lease finds its hold expired the moment it resumes,
+/// before its elector has even noticed.
+#[derive(Clone, Debug)]
+pub struct Fence(std::sync::Arc<FenceInner>);
+
+#[derive(Debug)]
+struct FenceInner {
+    /// Without leader election the only replica always writes.
+    always: bool,
+    until: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Fence {
+    /// A fence for a replica that runs without leader election.
+    pub fn always() -> Fence {
+        Fence(std::sync::Arc::new(FenceInner {
+            always: true,
+            until: std::sync::Mutex::new(None),
+        }))
+    }
+
+    /// A fence that holds nothing until the elector acquires the Lease.
+    pub fn elected() -> Fence {
+        Fence(std::sync::Arc::new(FenceInner {
+            always: false,
+            until: std::sync::Mutex::new(None),
+        }))
+    }
+
+    /// True while a write may be sent.
+    pub fn holds(&self) -> bool {
+        self.0.always || self.lock().is_some_and(|until| Instant::now() < until)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.0.until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn hold_until(&self, until: Instant) {
+        *self.lock() = Some(until);
+    }
+
+    fn release(&self) {
+        *self.lock() = None;
+    }
+}
+
 /// Volcano's `--leader-elect-lease-duration` default (§2.2).
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
 /// Volcano's `--leader-elect-renew-deadline` default.
@@ -193,24 +245,27 @@ pub async fn run(
     client: kube::Client,
     cfg: LeaderConfig,
     leader: watch::Sender<bool>,
+    fence: Fence,
     shutdown: impl Future<Output = ()>,
 ) {
-    run_with_clock(client, cfg, leader, shutdown, Clock::SYSTEM).await;
+    run_with_clock(client, cfg, leader, fence, shutdown, Clock::SYSTEM).await;
 }
 
 async fn run_with_clock(
     client: kube::Client,
     cfg: LeaderConfig,
     leader: watch::Sender<bool>,
+    fence: Fence,
     shutdown: impl Future<Output = ()>,
     clock: Clock,
 ) {
+    fence.release();
     publish(&leader, false);
     if let Err(problem) = cfg.validate() {
         error!(lease = %cfg.name, "invalid leader election configuration, not campaigning: {problem}");
         return;
     }
-    let mut elector = Elector::new(client, cfg, clock);
+    let mut elector = Elector::new(client, cfg, clock, fence.clone());
     let mut shutdown = pin!(shutdown);
     loop {
         tokio::select! {
@@ -232,11 +287,14 @@ async fn run_with_clock(
         };
         if lost {
             // `lead` returns only once writing must stop, so say so before anything else.
+            fence.release();
             publish(&leader, false);
             warn!(lease = %elector.lease_name(), "lost leadership, campaigning again");
             continue;
         }
 
+        // No write after the release starts: the Lease may be someone else's a moment later.
+        fence.release();
         match timeout(elector.cfg.renew_deadline, elector.release()).await {
             Ok(Ok(())) => info!(lease = %elector.lease_name(), "released the lease"),
             Ok(Err(e)) => warn!(
@@ -306,10 +364,12 @@ struct Elector {
     renewed_at: Instant,
     /// The holder last logged while campaigning, so that each change is logged once.
     reported_holder: Option<String>,
+    /// Extended on every acquisition and renewal.
+    fence: Fence,
 }
 
 impl Elector {
-    fn new(client: kube::Client, cfg: LeaderConfig, clock: Clock) -> Self {
+    fn new(client: kube::Client, cfg: LeaderConfig, clock: Clock, fence: Fence) -> Self {
         Elector {
             api: Api::namespaced(client, &cfg.namespace),
             cfg,
@@ -317,7 +377,14 @@ impl Elector {
             observed: None,
             renewed_at: Instant::now(),
             reported_holder: None,
+            fence,
         }
+    }
+
+    /// We hold the Lease as of an attempt that started at `started`.
+    fn held_since(&mut self, started: Instant) {
+        self.renewed_at = started;
+        self.fence.hold_until(started + self.cfg.renew_deadline);
     }
 
     fn lease_name(&self) -> String {
@@ -331,7 +398,7 @@ impl Elector {
             // A hung request must not stall the campaign: each attempt is bounded.
             match timeout(self.cfg.renew_deadline, self.try_acquire_or_renew(false)).await {
                 Ok(Ok(Attempt::Holding)) => {
-                    self.renewed_at = started;
+                    self.held_since(started);
                     self.reported_holder = None;
                     return;
                 }
@@ -378,7 +445,7 @@ impl Elector {
             let started = Instant::now();
             match self.try_acquire_or_renew(true).await {
                 Ok(Attempt::Holding) => {
-                    self.renewed_at = started;
+                    self.held_since(started);
                     return true;
                 }
                 Ok(Attempt::HeldBy(holder)) => {
@@ -750,7 +817,14 @@ mod tests {
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(run_with_clock(api.client(), cfg, leader, shutdown, clock));
+        let task = tokio::spawn(run_with_clock(
+            api.client(),
+            cfg,
+            leader,
+            Fence::elected(),
+            shutdown,
+            clock,
+        ));
         Replica {
             leader: rx,
             stop,

@@ -12,7 +12,9 @@
 //!   `unschedulable` when a session leaves it pending, `error` when its binding fails or the
 //!   session itself fails. The three series exist from start-up, at 0.
 //! * Our own series: `volcano_pods_bound_total`, `volcano_bind_errors_total`,
-//!   `volcano_pods_evicted_total{action}`, `volcano_config_reloads_total{result}` and
+//!   `volcano_pods_evicted_total{action}`, `volcano_config_reloads_total{result}`,
+//!   `volcano_config_skipped_plugins{plugin}`, `volcano_invariant_violations_total{kind}`,
+//!   `volcano_api_writes_total{write}`, `volcano_api_writes_fenced_total{write}` and
 //!   `volcano_leader`, plus the `promhttp_metric_handler_*` pair that Go's instrumented handler
 //!   adds to every scrape.
 //! * Go's runtime/process collectors and client-go's REST metrics have no equivalent.
@@ -299,6 +301,8 @@ pub struct Metrics {
     config_reloads: IntCounterVec,
     skipped_plugins: GaugeVec,
     invariant_violations: IntCounterVec,
+    writes_sent: IntCounterVec,
+    writes_fenced: IntCounterVec,
     leader: IntGauge,
     scrape_requests: IntCounterVec,
     scrape_in_flight: IntGauge,
@@ -552,6 +556,24 @@ impl Metrics {
             ),
             config_reloads,
             invariant_violations,
+            writes_sent: register(
+                r,
+                int_counter_vec(
+                    "api_writes_total",
+                    "Write requests sent to the API server, by write (bind, pod status, podgroup \
+                     status, queue status, evict status, evict delete, event); retries count",
+                    &["write"],
+                ),
+            ),
+            writes_fenced: register(
+                r,
+                int_counter_vec(
+                    "api_writes_fenced_total",
+                    "Writes dropped unsent because this replica no longer held a fresh lease, by \
+                     write",
+                    &["write"],
+                ),
+            ),
             skipped_plugins: register(
                 r,
                 gauge_vec(
@@ -815,6 +837,16 @@ impl Metrics {
     pub fn config_reload(&self, ok: bool) {
         let result = if ok { "success" } else { "failure" };
         self.config_reloads.with_label_values(&[result]).inc();
+    }
+
+    /// A write request is about to be sent.
+    pub fn write_sent(&self, write: &str) {
+        self.writes_sent.with_label_values(&[write]).inc();
+    }
+
+    /// A write was dropped by the fence.
+    pub fn write_fenced(&self, write: &str) {
+        self.writes_fenced.with_label_values(&[write]).inc();
     }
 
     /// A runtime invariant violation was found.
@@ -1222,6 +1254,10 @@ mod tests {
         ("volcano_bind_errors_total", "counter", &[]),
         ("volcano_pods_evicted_total", "counter", &["action"]),
         ("volcano_config_reloads_total", "counter", &["result"]),
+        ("volcano_config_skipped_plugins", "gauge", &["plugin"]),
+        ("volcano_invariant_violations_total", "counter", &["kind"]),
+        ("volcano_api_writes_total", "counter", &["write"]),
+        ("volcano_api_writes_fenced_total", "counter", &["write"]),
         ("volcano_leader", "gauge", &[]),
         (
             "promhttp_metric_handler_requests_total",
@@ -1241,6 +1277,10 @@ mod tests {
         m.observe_scheduling_stage(SchedulingStage::Predicate, ms(1));
         m.pod_bound(ms(4), Some(ms(900)));
         m.bind_failed();
+        m.set_skipped_plugins(&["usage".to_string()]);
+        m.invariant_violation("double_bind");
+        m.write_sent("bind");
+        m.write_fenced("event");
         m.session_failed();
         m.evictions("preempt", 2);
         m.preemption_attempt();

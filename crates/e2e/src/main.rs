@@ -45,6 +45,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("resource-quota", tests::quota::resource_quota),
     ("node-group", tests::nodegroup::node_group),
     ("debug-state", tests::debugstate::debug_state),
+    ("leader-pause", tests::fencing::leader_pause),
 ];
 
 const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]

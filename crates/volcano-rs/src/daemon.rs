@@ -346,6 +346,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // Leader election. The lease is released only after in-flight writes have drained, so a
     // standby never writes while we still do.
     let (leader_tx, mut leader_rx) = watch::channel(!args.leader_elect);
+    // Every write checks it: only a replica that renewed its Lease within the renew deadline
+    // writes, whatever the session loop believes.
+    let fence = if args.leader_elect {
+        leader::Fence::elected()
+    } else {
+        leader::Fence::always()
+    };
+    health.set_fence(fence.clone());
     let (release_tx, release_rx) = watch::channel(false);
     let elector = if args.leader_elect {
         let c = client.clone();
@@ -353,6 +361,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             c,
             leader_cfg,
             leader_tx,
+            fence.clone(),
             wait_shutdown(release_rx),
         )))
     } else {
@@ -374,6 +383,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| "volcano-rs".into()),
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| identity.clone()),
         },
+        fence.clone(),
     ));
     let session_options = SessionOptions {
         minimum_feasible_nodes: args.minimum_feasible_nodes as usize,
@@ -417,6 +427,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     loop {
         if *shutdown.borrow() {
             break;
+        }
+        // The elector only ends on shutdown; if it died (a panic), nobody renews or gives up
+        // the Lease for us any more: stop, so that a restart campaigns again.
+        if elector.as_ref().is_some_and(|e| e.is_finished()) {
+            anyhow::bail!("the leader election task ended unexpectedly; exiting");
         }
         let leading = *leader_rx.borrow();
         health.leader.store(leading, Ordering::SeqCst);

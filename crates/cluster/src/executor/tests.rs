@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::leader::Fence;
 use engine::model::Resource;
 use engine::model::TaskStatus;
 use engine::model::job::{JobCondition, JobStatus};
@@ -248,6 +249,10 @@ impl Fixture {
 }
 
 fn fixture_with(bind_workers: usize, pods: &[&str]) -> Fixture {
+    fixture_fenced(bind_workers, pods, Fence::always())
+}
+
+fn fixture_fenced(bind_workers: usize, pods: &[&str], fence: Fence) -> Fixture {
     let mut state = ClusterState::new(StateOptions::default());
     for p in pods {
         state.upsert_pod(pod(p, None));
@@ -266,6 +271,7 @@ fn fixture_with(bind_workers: usize, pods: &[&str]) -> Fixture {
             scheduler_name: "volcano-rs".into(),
             instance: "volcano-rs-0".into(),
         },
+        fence,
     ));
     Fixture {
         mock,
@@ -1012,4 +1018,29 @@ async fn zero_bind_workers_still_binds_one_at_a_time() {
     f.run(d).await;
     assert_eq!(f.mock.0.max_binds_in_flight.load(Ordering::SeqCst), 1);
     assert_eq!(f.mock.events_with_reason("Scheduled").len(), 2);
+}
+
+/// A replica without a fresh Lease sends nothing: binds and evictions are rolled back in its
+/// state for whoever leads to decide again, and no status or event goes out.
+#[tokio::test]
+async fn a_fenced_replica_sends_no_write() {
+    let f = fixture_fenced(4, &["p"], Fence::elected());
+    let d = binds(vec![bind("p", "n1")]);
+    f.executor.assume(&d);
+    f.run(d).await;
+    assert!(f.mock.requests().is_empty(), "{:?}", f.mock.requests());
+    assert_eq!(
+        f.shared.lock().assumed_count(),
+        0,
+        "the bind is rolled back"
+    );
+    assert_eq!(pod_status(&f.shared, "ns/p"), (TaskStatus::Pending, None));
+    let text = f.metrics.scrape().expect("scrape");
+    assert!(
+        text.contains("volcano_api_writes_fenced_total{write=\"bind\"} 1"),
+        "{text}"
+    );
+    f.executor.publish(&pod_event("p", "Test", "m")).await;
+    f.run(eviction("p")).await;
+    assert!(f.mock.requests().is_empty(), "{:?}", f.mock.requests());
 }

@@ -5,6 +5,7 @@ pub mod badinput;
 pub mod basic;
 pub mod debugstate;
 pub mod evict;
+pub mod fencing;
 pub mod leader;
 pub mod nodegroup;
 pub mod quota;
