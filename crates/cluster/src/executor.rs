@@ -33,7 +33,7 @@ use serde_json::json;
 
 use crate::leader::Fence;
 use crate::metrics::Metrics;
-use crate::ratelimit::RateLimiter;
+use crate::ratelimit::{RateLimiter, WriteClass};
 use crate::shared::Shared;
 
 /// How often an identical event (same object, reason and message) may be published again.
@@ -76,6 +76,15 @@ impl std::fmt::Display for WriteError {
             WriteError::Fenced => f.write_str("not sent: this replica no longer holds the lease"),
             WriteError::Api(e) => e.fmt(f),
         }
+    }
+}
+
+/// Binds first, then status writes and evictions, then events (see `ratelimit`).
+fn write_class(what: &str) -> WriteClass {
+    match what {
+        "bind" => WriteClass::Bind,
+        "event" => WriteClass::Event,
+        _ => WriteClass::Status,
     }
 }
 
@@ -196,7 +205,7 @@ impl Executor {
         let mut delay = Duration::from_millis(100);
         let mut attempt = 1;
         loop {
-            self.limiter.acquire().await;
+            self.limiter.acquire_for(write_class(what)).await;
             if !self.fence.holds() {
                 self.metrics.write_fenced(what);
                 return Err(WriteError::Fenced);
@@ -482,7 +491,7 @@ impl Executor {
             ..Default::default()
         };
         let api: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
-        self.limiter.acquire().await;
+        self.limiter.acquire_for(WriteClass::Event).await;
         if !self.fence.holds() {
             self.metrics.write_fenced("event");
             return;

@@ -5,7 +5,14 @@
 //! same bucket: it holds up to `burst` tokens, refills at `qps` tokens per second, and each write
 //! takes one. A caller that finds the bucket empty reserves the next token and sleeps until it is
 //! due, so waiting callers are served in arrival order and nobody polls.
+//!
+//! Writes come in three classes, served in this order when they compete for tokens: binds,
+//! then status writes (PodGroup, Queue, pod conditions, evictions), then events
+//! ([`RateLimiter::acquire_for`]). Binds reserve as above; a lower class takes a token only when
+//! one is available now and no caller of a higher class is waiting, so a burst of binds is never
+//! queued behind events, and a PodGroup's status is not queued behind the events of its pods.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -16,11 +23,37 @@ pub const DEFAULT_QPS: f64 = 2000.0;
 /// Volcano's `--kube-api-burst` default.
 pub const DEFAULT_BURST: u32 = 2000;
 
+/// Which kind of write asks for a token; earlier variants go first.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WriteClass {
+    Bind = 0,
+    Status = 1,
+    Event = 2,
+}
+
 /// A token bucket shared by every writer (wrap it in an `Arc`).
 #[derive(Debug)]
 pub struct RateLimiter {
     /// `None`: unlimited.
     bucket: Option<Mutex<Bucket>>,
+    /// Callers of each [`WriteClass`] waiting for a token.
+    waiting: [AtomicUsize; 3],
+}
+
+/// Counts a waiting caller for as long as it waits (also when its future is dropped).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Waiting(counter)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Debug)]
@@ -33,11 +66,28 @@ struct Bucket {
 }
 
 impl Bucket {
-    /// Takes one token and returns how long the caller must wait for it.
-    fn reserve(&mut self, now: Instant) -> Duration {
+    fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
         self.updated = now;
+    }
+
+    /// Takes a token if one is there now; otherwise returns how long until one will be.
+    fn take_now(&mut self, now: Instant) -> Result<(), Duration> {
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            let wait = Duration::try_from_secs_f64((1.0 - self.tokens) / self.qps)
+                .unwrap_or(Duration::MAX);
+            Err(wait.max(Duration::from_millis(1)))
+        }
+    }
+
+    /// Takes one token and returns how long the caller must wait for it.
+    fn reserve(&mut self, now: Instant) -> Duration {
+        self.refill(now);
         self.tokens -= 1.0;
         if self.tokens >= 0.0 {
             Duration::ZERO
@@ -55,6 +105,11 @@ impl RateLimiter {
         let limited = qps.is_finite() && qps > 0.0;
         let burst = f64::from(burst.max(1));
         RateLimiter {
+            waiting: [
+                AtomicUsize::new(0),
+                AtomicUsize::new(0),
+                AtomicUsize::new(0),
+            ],
             bucket: limited.then(|| {
                 Mutex::new(Bucket {
                     qps,
@@ -63,6 +118,40 @@ impl RateLimiter {
                     updated: Instant::now(),
                 })
             }),
+        }
+    }
+
+    /// Waits for a token for a write of `class`, after every waiting caller of a higher class.
+    /// Cancel-safe.
+    pub async fn acquire_for(&self, class: WriteClass) {
+        let Some(bucket) = &self.bucket else {
+            return;
+        };
+        let _waiting = Waiting::new(&self.waiting[class as usize]);
+        if class == WriteClass::Bind {
+            return self.acquire().await;
+        }
+        loop {
+            let higher_waiting = self.waiting[..class as usize]
+                .iter()
+                .any(|w| w.load(Ordering::SeqCst) > 0);
+            let wait = {
+                let mut b = lock(bucket);
+                if higher_waiting {
+                    // The next token is the higher class's: look again after it.
+                    b.refill(Instant::now());
+                    let until_token = ((1.0 - b.tokens).max(0.0) + 1.0) / b.qps;
+                    Duration::try_from_secs_f64(until_token)
+                        .unwrap_or(Duration::MAX)
+                        .max(Duration::from_millis(1))
+                } else {
+                    match b.take_now(Instant::now()) {
+                        Ok(()) => return,
+                        Err(wait) => wait,
+                    }
+                }
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -176,6 +265,58 @@ mod tests {
         // Without the refund this caller would queue behind the abandoned reservation (2 s).
         limiter.acquire().await;
         assert_eq!(ms_since(t0), 1000);
+    }
+
+    /// Events asked first still wait for the binds and status writes that came after them.
+    #[tokio::test(start_paused = true)]
+    async fn binds_go_before_status_writes_and_status_before_events() {
+        let limiter = Arc::new(RateLimiter::new(10.0, 1));
+        limiter.acquire().await; // empty the bucket
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let spawn = |class: WriteClass, tag: &'static str| {
+            let (limiter, order) = (Arc::clone(&limiter), Arc::clone(&order));
+            tokio::spawn(async move {
+                limiter.acquire_for(class).await;
+                order
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(tag);
+            })
+        };
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            tasks.push(spawn(WriteClass::Event, "event"));
+        }
+        tokio::task::yield_now().await;
+        for _ in 0..2 {
+            tasks.push(spawn(WriteClass::Status, "status"));
+        }
+        tokio::task::yield_now().await;
+        for _ in 0..3 {
+            tasks.push(spawn(WriteClass::Bind, "bind"));
+        }
+        for t in tasks {
+            t.await.expect("task");
+        }
+        let order = order.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        assert_eq!(
+            order,
+            [
+                "bind", "bind", "bind", "status", "status", "event", "event", "event"
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lone_class_keeps_the_rate() {
+        let limiter = RateLimiter::new(10.0, 2);
+        let t0 = Instant::now();
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            limiter.acquire_for(WriteClass::Event).await;
+            times.push(ms_since(t0));
+        }
+        assert_eq!(times, [0, 0, 100, 200, 300]);
     }
 
     #[tokio::test(start_paused = true)]
