@@ -46,6 +46,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("node-group", tests::nodegroup::node_group),
     ("debug-state", tests::debugstate::debug_state),
     ("leader-pause", tests::fencing::leader_pause),
+    ("kill-loop", tests::killloop::kill_loop),
 ];
 
 const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]

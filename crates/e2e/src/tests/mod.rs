@@ -6,6 +6,7 @@ pub mod basic;
 pub mod debugstate;
 pub mod evict;
 pub mod fencing;
+pub mod killloop;
 pub mod leader;
 pub mod nodegroup;
 pub mod quota;

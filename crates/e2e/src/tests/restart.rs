@@ -54,7 +54,7 @@ fn gang_of(pod: &str) -> Option<&str> {
 }
 
 /// Gangs with some but fewer than [`GANG_SIZE`] pods bound.
-fn partial_gangs(bound: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+pub(super) fn partial_gangs(bound: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
     let mut per_gang: BTreeMap<String, usize> = BTreeMap::new();
     for pod in bound.keys() {
         if let Some(g) = gang_of(pod) {
@@ -254,7 +254,7 @@ async fn run(env: Env) -> anyhow::Result<()> {
 }
 
 /// 50 PodGroups and their 500 pods, plus 10 standalone pods, created a few at a time.
-async fn create_workload(ctx: &TestCtx, queue: &str) -> anyhow::Result<()> {
+pub(super) async fn create_workload(ctx: &TestCtx, queue: &str) -> anyhow::Result<()> {
     futures::stream::iter(
         (0..GANGS)
             .map(|g| async move { ctx.pod_group(&gang_name(g), GANG_SIZE as i32, queue).await }),
@@ -315,7 +315,7 @@ pub(super) async fn scheduled_events_per_pod(
 
 /// For every node of the test, the bound pods' cpu and memory requests and their number stay
 /// within the node's allocatable.
-async fn check_node_capacity(ctx: &TestCtx) -> anyhow::Result<()> {
+pub(super) async fn check_node_capacity(ctx: &TestCtx) -> anyhow::Result<()> {
     let nodes = ctx
         .nodes_api()
         .list(&ListParams::default().labels(&ctx.label_selector()))
