@@ -172,6 +172,7 @@ mod tests {
             "binpack",
         ],
         strict: true,
+        check_arguments: None,
     };
 
     const V1: &str = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n";
@@ -221,6 +222,7 @@ mod tests {
             actions: KNOWN.actions,
             plugins: &["priority", "gang", "conformance"],
             strict: true,
+            check_arguments: None,
         };
         let err = ConfSource::load(None, &known).unwrap_err().to_string();
         assert!(

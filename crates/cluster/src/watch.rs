@@ -8,8 +8,11 @@
 //!
 //! PodGroups and Queues are read as untyped objects and converted one by one, so a single
 //! malformed object is skipped with a warning and an event instead of failing the whole list.
+//! A Queue whose values the engine does not use as given (a negative capability, unusable HDRF
+//! weights: `engine::model::queue::value_problems`) is kept, with a warning and an
+//! `InvalidValue` event per distinct problem: not again at a relist or a status update.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -119,6 +122,56 @@ cluster_scoped!(
     delete_priority_class
 );
 cluster_scoped!(Namespace, "Namespace", upsert_namespace, delete_namespace);
+
+/// Kinds whose objects can carry values the engine does not use as given.
+pub trait ValueCheck {
+    /// One line per problem, each starting with the field path.
+    fn value_problems(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl ValueCheck for PodGroup {}
+
+impl ValueCheck for Queue {
+    fn value_problems(&self) -> Vec<String> {
+        engine::model::queue::value_problems(self)
+    }
+}
+
+/// The value problems last reported per object, so each is reported once per object (by UID)
+/// and not again when a relist or a status write delivers the object unchanged.
+#[derive(Default)]
+struct ReportedProblems {
+    by_key: HashMap<String, (String, Vec<String>)>,
+}
+
+impl ReportedProblems {
+    /// The problems of `key` not reported yet; remembers `problems` as the object's current set
+    /// (a problem that goes away and comes back is reported again).
+    fn fresh(&mut self, key: &str, uid: &str, problems: Vec<String>) -> Vec<String> {
+        let previous = match self.by_key.get(key) {
+            Some((known_uid, known)) if known_uid == uid => known.as_slice(),
+            _ => &[],
+        };
+        let fresh: Vec<String> = problems
+            .iter()
+            .filter(|p| !previous.contains(p))
+            .cloned()
+            .collect();
+        if problems.is_empty() {
+            self.by_key.remove(key);
+        } else {
+            self.by_key
+                .insert(key.to_owned(), (uid.to_owned(), problems));
+        }
+        fresh
+    }
+
+    fn forget(&mut self, key: &str) {
+        self.by_key.remove(key);
+    }
+}
 
 /// Applies one watch event stream to the shared state, reconciling after every relist.
 pub struct Mirror<K> {
@@ -231,21 +284,50 @@ pub fn untyped_stream<K>(
     problems: UnboundedSender<SchedEvent>,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
 where
-    K: Mirrored + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
+    K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
 {
     let ar = ApiResource::erase::<K>(&());
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
+    let mut reported = ReportedProblems::default();
     watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .filter_map(move |r| {
-            let problems = problems.clone();
-            async move {
-                match r {
-                    Err(e) => Some(Err(e)),
-                    Ok(ev) => convert_event::<K>(ev, &problems).map(Ok),
-                }
-            }
+            let converted = match r {
+                Err(e) => Some(Err(e)),
+                Ok(ev) => convert_event::<K>(ev, &problems, &mut reported).map(Ok),
+            };
+            futures::future::ready(converted)
         })
+}
+
+/// A Warning event on the object `o` of kind `K`.
+fn object_event<K: Mirrored>(o: &DynamicObject, reason: &str, message: String) -> SchedEvent {
+    SchedEvent {
+        object: ObjectRef {
+            kind: <K as Mirrored>::KIND,
+            namespace: o.namespace(),
+            name: o.name_any(),
+            uid: o.uid().unwrap_or_default(),
+        },
+        type_: EventType::Warning,
+        reason: reason.to_string(),
+        message,
+    }
+}
+
+/// Reports the value problems of a converted object that were not reported before.
+fn report_values<K: Mirrored + ValueCheck>(
+    k: &K,
+    o: &DynamicObject,
+    problems: &UnboundedSender<SchedEvent>,
+    reported: &mut ReportedProblems,
+) {
+    let key = k.state_key();
+    let uid = o.uid().unwrap_or_default();
+    for problem in reported.fresh(&key, &uid, k.value_problems()) {
+        tracing::warn!(kind = <K as Mirrored>::KIND, name = %key, "{} {key} {problem}", <K as Mirrored>::KIND);
+        let _ = problems.send(object_event::<K>(o, "InvalidValue", problem));
+    }
 }
 
 /// Converts an untyped event. A malformed `Apply` becomes a `Delete` of that key (the object is
@@ -253,9 +335,10 @@ where
 fn convert_event<K>(
     ev: Event<DynamicObject>,
     problems: &UnboundedSender<SchedEvent>,
+    reported: &mut ReportedProblems,
 ) -> Option<Event<K>>
 where
-    K: Mirrored + Resource<DynamicType = ()> + DeserializeOwned,
+    K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned,
 {
     let convert = |o: &DynamicObject| -> Result<K, String> {
         let mut value = serde_json::to_value(o).map_err(|e| e.to_string())?;
@@ -267,30 +350,27 @@ where
     let report = |o: &DynamicObject, err: &str| {
         let name = o.name_any();
         tracing::warn!(kind = <K as Mirrored>::KIND, name = %name, error = %err, "malformed object skipped");
-        let _ = problems.send(SchedEvent {
-            object: ObjectRef {
-                kind: <K as Mirrored>::KIND,
-                namespace: o.namespace(),
-                name,
-                uid: o.uid().unwrap_or_default(),
-            },
-            type_: EventType::Warning,
-            reason: "FailedParse".to_string(),
-            message: format!("volcano-rs ignores this {}: {err}", <K as Mirrored>::KIND),
-        });
+        let message = format!("volcano-rs ignores this {}: {err}", <K as Mirrored>::KIND);
+        let _ = problems.send(object_event::<K>(o, "FailedParse", message));
     };
     match ev {
         Event::Init => Some(Event::Init),
         Event::InitDone => Some(Event::InitDone),
         Event::InitApply(o) => match convert(&o) {
-            Ok(k) => Some(Event::InitApply(k)),
+            Ok(k) => {
+                report_values(&k, &o, problems, reported);
+                Some(Event::InitApply(k))
+            }
             Err(e) => {
                 report(&o, &e);
                 None
             }
         },
         Event::Apply(o) => match convert(&o) {
-            Ok(k) => Some(Event::Apply(k)),
+            Ok(k) => {
+                report_values(&k, &o, problems, reported);
+                Some(Event::Apply(k))
+            }
             Err(e) => {
                 report(&o, &e);
                 // Forget the last good version: keep a minimal stand-in object to delete by key.
@@ -305,7 +385,10 @@ where
             }
         },
         Event::Delete(o) => match convert(&o) {
-            Ok(k) => Some(Event::Delete(k)),
+            Ok(k) => {
+                reported.forget(&k.state_key());
+                Some(Event::Delete(k))
+            }
             Err(_) => serde_json::from_value::<K>(serde_json::json!({
                 "apiVersion": K::api_version(&()),
                 "kind": <K as Mirrored>::KIND,

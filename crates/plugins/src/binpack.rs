@@ -4,14 +4,16 @@
 //! Arguments (§8.1): `binpack.weight` (overall multiplier, default 1; 0 registers nothing),
 //! `binpack.cpu` / `binpack.memory` (default 1, a negative value means 1),
 //! `binpack.resources` (a comma-separated string of extra resource names) and
-//! `binpack.resources.<name>` (default 1, a negative value means 1).
+//! `binpack.resources.<name>` (default 1, a negative value means 1). A negative `binpack.weight`
+//! is accepted, as in Volcano (the plugin then spreads). Every weight beyond ±[`MAX_WEIGHT`](engine::conf::MAX_WEIGHT) is
+//! clamped to it. [`check_arguments`] reports all of these when the configuration is parsed.
 //!
 //! Score (§8.3), per task and node, over the dimensions the task requests that carry a weight:
 //! `Σ (request + used) × w / allocatable  /  Σ w  × 100 × binpack.weight`. A requested dimension
 //! the node does not offer scores 0 but still counts in `Σ w`; a dimension that would overflow
 //! makes the whole node score 0.
 
-use engine::conf::Arguments;
+use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
 use engine::model::resource::{CPU, MEMORY, MIN_RESOURCE};
 use engine::model::{NodeId, Resource, ResourceName, TaskId};
@@ -50,30 +52,54 @@ impl Default for BinpackWeights {
     }
 }
 
+/// The problems [`BinpackWeights::read`] finds, for the configuration parser.
+pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
+    let mut warnings = Vec::new();
+    BinpackWeights::read(args, &mut warnings);
+    warnings
+}
+
+/// A resource weight: negative means 1 (Volcano's rule), reported.
+fn read_resource_weight(args: &Arguments, key: &str, warnings: &mut Vec<ArgWarning>) -> i64 {
+    let mut weight = 1;
+    if args.get_weight(key, &mut weight, warnings) && weight < 0 {
+        warnings.push(ArgWarning::new(
+            key,
+            format!("negative weight {weight}; 1 is used, as in Volcano"),
+        ));
+        weight = 1;
+    }
+    weight
+}
+
 impl BinpackWeights {
-    /// Reads the arguments; a value of the wrong type keeps the default with a warning.
+    /// Reads the arguments; a value of the wrong type keeps the default.
     pub fn from_arguments(args: &Arguments) -> Self {
+        Self::read(args, &mut Vec::new())
+    }
+
+    /// Reads the arguments, adding what is wrong with them to `warnings`.
+    pub fn read(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> Self {
         let mut w = Self::default();
-        read_int(args, WEIGHT_KEY, &mut w.weight);
-        read_int(args, CPU_KEY, &mut w.cpu);
-        if w.cpu < 0 {
-            w.cpu = 1;
+        if args.get_weight(WEIGHT_KEY, &mut w.weight, warnings) && w.weight < 0 {
+            warnings.push(ArgWarning::new(
+                WEIGHT_KEY,
+                format!(
+                    "negative weight {}: binpack then prefers the emptiest nodes (accepted, as \
+                     in Volcano)",
+                    w.weight
+                ),
+            ));
         }
-        read_int(args, MEMORY_KEY, &mut w.memory);
-        if w.memory < 0 {
-            w.memory = 1;
-        }
+        w.cpu = read_resource_weight(args, CPU_KEY, warnings);
+        w.memory = read_resource_weight(args, MEMORY_KEY, warnings);
         // Volcano reads the list with a plain type assertion: anything but a string is "no list".
         let list = args
             .get(RESOURCES_KEY)
             .and_then(|v| v.as_str())
             .unwrap_or("");
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let mut weight = 1;
-            read_int(args, &format!("{RESOURCES_PREFIX}{name}"), &mut weight);
-            if weight < 0 {
-                weight = 1;
-            }
+            let weight = read_resource_weight(args, &format!("{RESOURCES_PREFIX}{name}"), warnings);
             // cpu and memory are overwritten by `binpack.cpu` / `binpack.memory` afterwards.
             if name == CPU || name == MEMORY {
                 continue;
@@ -112,12 +138,6 @@ impl BinpackWeights {
             }
         }
         missing
-    }
-}
-
-fn read_int(args: &Arguments, key: &str, dst: &mut i64) {
-    if let Err(e) = args.get_int(key, dst) {
-        tracing::warn!(plugin = NAME, key, error = %e, "argument ignored, default kept");
     }
 }
 
@@ -171,7 +191,8 @@ pub fn binpack_score(
             return 0.0;
         };
         score += s;
-        weight_sum += w;
+        // Each weight is at most MAX_WEIGHT; saturating guards a sum of very many anyway.
+        weight_sum = weight_sum.saturating_add(w);
     }
     if weight_sum > 0 {
         score /= weight_sum as f64;
@@ -235,7 +256,7 @@ impl Plugin for Binpack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::conf::ArgValue;
+    use engine::conf::{ArgValue, MAX_WEIGHT};
 
     const GI: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -337,6 +358,46 @@ mod tests {
         // A float is not an integer: ignored, default kept.
         let w = BinpackWeights::from_arguments(&args(&[(WEIGHT_KEY, ArgValue::Float(2.0))]));
         assert_eq!(w.weight, 1);
+    }
+
+    /// `int64`-max weights are clamped: the weight sum cannot overflow (a debug-build panic
+    /// before), the score stays finite and ordered; negative weights are reported.
+    #[test]
+    fn extreme_and_negative_weights() {
+        let node = res(4000.0, 8.0 * GI, &[("pods", 110.0)]);
+        let used = res(2000.0, 4.0 * GI, &[("pods", 3.0)]);
+        let t = task(1000.0, 2.0 * GI, &[]);
+        let max = ArgValue::Int(i64::MAX);
+        let extreme = args(&[
+            (WEIGHT_KEY, max.clone()),
+            (CPU_KEY, max.clone()),
+            (MEMORY_KEY, max),
+        ]);
+        let mut warnings = Vec::new();
+        let w = BinpackWeights::read(&extreme, &mut warnings);
+        assert_eq!(
+            (w.weight, w.cpu, w.memory),
+            (MAX_WEIGHT, MAX_WEIGHT, MAX_WEIGHT)
+        );
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        // Both dimensions at 0.75 of the node: the same 75 as with unit weights, × MAX_WEIGHT.
+        assert_eq!(
+            binpack_score(&w, &t, &node, &used),
+            75.0 * MAX_WEIGHT as f64
+        );
+
+        let negative = args(&[
+            (WEIGHT_KEY, ArgValue::Int(-5)),
+            (CPU_KEY, ArgValue::Int(-3)),
+        ]);
+        let warnings = check_arguments(&negative);
+        let keys: Vec<&str> = warnings.iter().map(|w| w.key.as_str()).collect();
+        assert_eq!(keys, [WEIGHT_KEY, CPU_KEY]);
+        assert!(warnings[0].message.contains("accepted, as in Volcano"));
+        assert!(warnings[1].message.contains("1 is used"));
+        // Volcano's decision stands: a negative overall weight negates the score.
+        let w = BinpackWeights::from_arguments(&negative);
+        assert_eq!(binpack_score(&w, &t, &node, &used), -375.0);
     }
 
     #[test]

@@ -60,7 +60,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
-use engine::conf::Arguments;
+use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{
     ABSTAIN, Event, EventType, ExtensionPoints, ObjectRef, PERMIT, Plugin, REJECT, SessionState,
 };
@@ -484,21 +484,34 @@ pub struct Capacity {
     rejections: fairness::EnqueueRejections,
 }
 
+/// The problems of the reclaim level, for the configuration parser.
+pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
+    let mut warnings = Vec::new();
+    read_ancestor_reclaim_level(args, &mut warnings);
+    warnings
+}
+
+/// The ancestor reclaim level; a negative one counts as 0.
+fn read_ancestor_reclaim_level(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> usize {
+    let mut level: i64 = 0;
+    if let Err(e) = args.get_int(ANCESTOR_RECLAIM_LEVEL, &mut level) {
+        warnings.push(ArgWarning::new(
+            ANCESTOR_RECLAIM_LEVEL,
+            format!("{}; the default 0 is used", e.message),
+        ));
+    }
+    usize::try_from(level).unwrap_or_else(|_| {
+        warnings.push(ArgWarning::new(
+            ANCESTOR_RECLAIM_LEVEL,
+            format!("{level} is negative; 0 is used"),
+        ));
+        0
+    })
+}
+
 impl Capacity {
     fn from_arguments(args: &Arguments) -> Capacity {
-        let mut level: i64 = 0;
-        if let Err(e) = args.get_int(ANCESTOR_RECLAIM_LEVEL, &mut level) {
-            tracing::warn!(plugin = NAME, key = ANCESTOR_RECLAIM_LEVEL, error = %e, "argument ignored");
-        }
-        let ancestor_reclaim_level = usize::try_from(level).unwrap_or_else(|_| {
-            tracing::warn!(
-                plugin = NAME,
-                key = ANCESTOR_RECLAIM_LEVEL,
-                value = level,
-                "should be non-negative; using 0"
-            );
-            0
-        });
+        let ancestor_reclaim_level = read_ancestor_reclaim_level(args, &mut Vec::new());
         warn_unsupported_dra(args);
         Capacity {
             ancestor_reclaim_level,
@@ -2028,6 +2041,12 @@ mod tests {
         assert_eq!(level(&[(ANCESTOR_RECLAIM_LEVEL, ArgValue::Int(2))]), 2);
         assert_eq!(level(&[(ANCESTOR_RECLAIM_LEVEL, ArgValue::Int(-3))]), 0);
         assert_eq!(level(&[(ANCESTOR_RECLAIM_LEVEL, ArgValue::Float(2.0))]), 0);
+        let warnings = check_arguments(&Arguments::from_pairs(&[(
+            ANCESTOR_RECLAIM_LEVEL,
+            ArgValue::Int(-3),
+        )]));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].message.contains("-3 is negative"));
         // The DRA switches are accepted (and only logged).
         let p = Capacity::from_arguments(&Arguments::from_pairs(&[
             (DRA_ENABLE, ArgValue::Bool(true)),

@@ -21,7 +21,8 @@
 //! Deliberate differences from Volcano, all on inputs that crash the Go code or make it random:
 //!
 //! * a queue whose `hierarchy-weights` has fewer elements than its path gives the missing levels
-//!   weight 1 (Volcano indexes out of range), with a warning;
+//!   weight 1 (Volcano indexes out of range); like any unusable weight, it is reported once per
+//!   Queue version where the Queue is read (`engine::model::queue::value_problems`);
 //! * comparing a queue whose path has no node in the tree (a queue without jobs) gives no
 //!   opinion (Volcano dereferences a missing child);
 //! * an inner node takes its weight from the first job, in session order, whose queue creates
@@ -32,7 +33,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use engine::conf::Arguments;
 use engine::framework::{ABSTAIN, ExtensionPoints, PERMIT, Plugin, SessionState};
-use engine::model::queue::QueueSpec;
+use engine::model::queue::{QueueSpec, hierarchy_weight};
 use engine::model::resource::{CPU, MEMORY, MIN_RESOURCE, share};
 use engine::model::{JobId, QueueId, Resource, ResourceName, TaskId};
 
@@ -227,30 +228,12 @@ impl<'a> From<&'a QueueSpec> for QueuePath<'a> {
     }
 }
 
-/// The weight of a new inner node at path position `i`: that weights element as a float, an
-/// unparsable one counting as 0, and anything below 1 raised to 1 (§3.8, §3.12) so that
-/// `share / weight` never divides by zero. A missing element crashes Volcano; it gets 1 here.
+/// The weight of a new inner node at path position `i` ([`hierarchy_weight`]: below 1 or
+/// unparsable counts as 1, a missing element too). What is wrong with a queue's weights is
+/// reported once per Queue version where the Queue is read (`value_problems`), not here, where
+/// it would be at every session.
 fn node_weight(path: QueuePath<'_>, i: usize) -> f64 {
-    let Some(text) = path.weights.split('/').nth(i) else {
-        tracing::warn!(
-            queue = path.queue,
-            hierarchy = path.hierarchy,
-            weights = path.weights,
-            "drf: fewer hierarchy weights than path elements; using weight 1"
-        );
-        return 1.0;
-    };
-    // Go's ParseFloat and Rust's parser agree on decimal, exponent, "inf" and "nan" forms. A
-    // NaN weight is kept, as in Volcano: comparisons at that level then give no opinion.
-    let w = text.parse::<f64>().unwrap_or_else(|_| {
-        tracing::warn!(
-            queue = path.queue,
-            weight = text,
-            "drf: unparsable hierarchy weight; using 1"
-        );
-        0.0
-    });
-    if w < 1.0 { 1.0 } else { w }
+    hierarchy_weight(path.weights, i).0
 }
 
 /// `resourceSaturated` (§3.8): a job is saturated when, among the resources it holds (at or

@@ -30,6 +30,7 @@ pub mod task_topology;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+use engine::conf::{ArgWarning, Arguments};
 use engine::framework::PluginRegistry;
 
 /// Every plugin this build provides.
@@ -55,6 +56,24 @@ pub fn registry() -> PluginRegistry {
     registry.register(sla::NAME, sla::new);
     registry.register(task_topology::NAME, task_topology::new);
     registry
+}
+
+/// The argument check the configuration parser runs on every plugin option
+/// ([`engine::conf::ArgumentCheck`]): a plugin that validates its arguments reads them as its
+/// builder does and returns what is wrong, so each problem is reported once per configuration
+/// load instead of at every session. Plugins without a check read nothing that can be wrong in
+/// value, or still report per session.
+pub fn check_arguments(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
+    match plugin {
+        binpack::NAME => binpack::check_arguments(args),
+        capacity::NAME => capacity::check_arguments(args),
+        nodeorder::NAME => nodeorder::check_arguments(args),
+        overcommit::NAME => overcommit::check_arguments(args),
+        predicates::NAME => predicates::check_arguments(args),
+        resource_strategy_fit::NAME => resource_strategy_fit::check_arguments(args),
+        task_topology::NAME => task_topology::check_arguments(args),
+        _ => Vec::new(),
+    }
 }
 
 /// Names of the plugins this build provides.

@@ -2,7 +2,10 @@
 //! configurable weight (spec/plugins-core.md §7).
 //!
 //! Arguments (§7.1, all integers; a float or a string is ignored with a warning, a weight of 0
-//! turns the sub-plugin off, a negative weight is accepted and subtracts):
+//! turns the sub-plugin off, a negative weight is accepted and subtracts, as in Volcano, with a
+//! warning; a weight beyond ±[`MAX_WEIGHT`](engine::conf::MAX_WEIGHT) is clamped to it, since Volcano's `score × weight`
+//! wraps around in 64 bits). The warnings come from [`check_arguments`] when the configuration
+//! is parsed, not at every session:
 //!
 //! | key | default | sub-plugin |
 //! |---|---|---|
@@ -38,7 +41,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use engine::conf::Arguments;
+use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
 use engine::model::{NodeId, Resource, ResourceName, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -135,8 +138,20 @@ impl Default for NodeOrderWeights {
     }
 }
 
+/// The problems [`NodeOrderWeights::read`] finds, for the configuration parser.
+pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
+    let mut warnings = Vec::new();
+    NodeOrderWeights::read(args, &mut warnings);
+    warnings
+}
+
 impl NodeOrderWeights {
     pub fn from_arguments(args: &Arguments) -> Self {
+        Self::read(args, &mut Vec::new())
+    }
+
+    /// Reads the weights, adding what is wrong with them to `warnings`.
+    pub fn read(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> Self {
         let mut w = Self::default();
         for (key, dst) in [
             (NODE_AFFINITY_WEIGHT, &mut w.node_affinity),
@@ -148,8 +163,14 @@ impl NodeOrderWeights {
             (IMAGE_LOCALITY_WEIGHT, &mut w.image_locality),
             (POD_TOPOLOGY_SPREAD_WEIGHT, &mut w.pod_topology_spread),
         ] {
-            if let Err(e) = args.get_int(key, dst) {
-                tracing::warn!(plugin = NAME, key, error = %e, "argument ignored, default kept");
+            if args.get_weight(key, dst, warnings) && *dst < 0 {
+                warnings.push(ArgWarning::new(
+                    key,
+                    format!(
+                        "negative weight {dst}: this score counts against the nodes it favours \
+                         (accepted, as in Volcano)"
+                    ),
+                ));
             }
         }
         w
@@ -651,7 +672,7 @@ impl Plugin for NodeOrder {
 mod tests {
     use super::*;
     use crate::testutil::{StateLookup, TestCluster, allocate, pod, pod_group};
-    use engine::conf::{ArgValue, PluginOption};
+    use engine::conf::{ArgValue, MAX_WEIGHT, PluginOption};
     use engine::framework::{Session, Statement};
     use serde_json::{Value, json};
 
@@ -942,6 +963,101 @@ mod tests {
         assert_eq!(normalized_image_name("nginx:1.25"), "nginx:1.25");
         assert_eq!(image_score(0, 0), 0);
         assert_eq!(image_score(i64::MAX, 1), 100);
+    }
+
+    /// An `int64`-max weight is clamped to `MAX_WEIGHT`: scores stay ordered and finite
+    /// (Volcano's `score × weight` wraps around), and nothing panics in debug arithmetic.
+    #[test]
+    fn extreme_weights_are_clamped_and_scored_without_overflow() {
+        let mut c = TestCluster::new();
+        standard_node(&mut c, "busy");
+        standard_node(&mut c, "idle");
+        c.pod(pod(
+            "ns",
+            "old",
+            None,
+            "Running",
+            Some("busy"),
+            json!({"cpu": "1", "memory": "2Gi"}),
+        ));
+        c.pod(pod(
+            "ns",
+            "new",
+            None,
+            "Pending",
+            None,
+            json!({"cpu": "1", "memory": "2Gi"}),
+        ));
+        let w = NodeOrderWeights::from_arguments(&Arguments::from_pairs(&[
+            (LEAST_REQUESTED_WEIGHT, ArgValue::Int(i64::MAX)),
+            (MOST_REQUESTED_WEIGHT, ArgValue::Int(i64::MIN)),
+        ]));
+        assert_eq!(
+            (w.least_requested, w.most_requested),
+            (MAX_WEIGHT, -MAX_WEIGHT)
+        );
+
+        let ssn = session(&c, &only(&[(LEAST_REQUESTED_WEIGHT, i64::MAX)]));
+        let got = scores(&ssn, "ns/new", &["busy", "idle"]);
+        // LeastAllocated 50 on the busy node, 75 on the idle one, times the clamped weight.
+        assert_eq!(
+            got,
+            vec![50.0 * MAX_WEIGHT as f64, 75.0 * MAX_WEIGHT as f64]
+        );
+        let ssn = session(
+            &c,
+            &only(&[
+                (LEAST_REQUESTED_WEIGHT, i64::MAX),
+                (MOST_REQUESTED_WEIGHT, i64::MAX),
+            ]),
+        );
+        assert!(
+            scores(&ssn, "ns/new", &["busy", "idle"])
+                .iter()
+                .all(|s| s.is_finite())
+        );
+    }
+
+    /// Negative and out-of-range weights are reported by the parser, under their argument path,
+    /// once per configuration load.
+    #[test]
+    fn bad_weights_are_warned_about_at_parse_time() {
+        let text = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n- plugins:\n  \
+                    - name: nodeorder\n    arguments:\n      leastrequested.weight: -5\n      \
+                    mostrequested.weight: 9223372036854775807\n      \
+                    tainttoleration.weight: 1.5\n";
+        let known = engine::conf::KnownNames {
+            actions: &["allocate"],
+            plugins: &["gang", NAME],
+            strict: true,
+            check_arguments: Some(crate::check_arguments),
+        };
+        let parsed = engine::conf::parse(text, &known).expect("valid configuration");
+        let prefix = "tiers[1].plugins[0].arguments.";
+        let w = &parsed.warnings;
+        assert_eq!(w.len(), 3, "{w:#?}");
+        assert!(
+            w[0].starts_with(&format!(
+                "{prefix}leastrequested.weight: negative weight -5"
+            )),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].starts_with(&format!(
+                "{prefix}mostrequested.weight: weight 9223372036854775807 is out of range"
+            )),
+            "{}",
+            w[1]
+        );
+        assert!(w[1].ends_with("1000000000000 is used"), "{}", w[1]);
+        assert!(
+            w[2].starts_with(&format!(
+                "{prefix}tainttoleration.weight: expected an integer, found 1.5"
+            )),
+            "{}",
+            w[2]
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use crate::fairness::{EnqueueRejections, format_resource_names};
 
-use engine::conf::Arguments;
+use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, PERMIT, Plugin, REJECT, SessionState};
 use engine::model::job::phase;
 use engine::model::{JobId, Resource};
@@ -30,28 +30,37 @@ const DEFAULT_FACTOR: f64 = 1.2;
 /// Builds the plugin, reading `overcommit-factor` (§10.1).
 pub fn new(args: &Arguments) -> Box<dyn Plugin> {
     Box::new(OvercommitPlugin {
-        factor: parse_factor(args),
+        factor: parse_factor(args, &mut Vec::new()),
         idle: Resource::empty(),
         inqueue: Resource::empty(),
         rejections: EnqueueRejections::default(),
     })
 }
 
+/// The problems of `overcommit-factor`, for the configuration parser (reported once per
+/// configuration load rather than at every session).
+pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
+    let mut warnings = Vec::new();
+    parse_factor(args, &mut warnings);
+    warnings
+}
+
 /// §10.1: a float or an integer; anything below 1.0 falls back to the default, not to 1.0.
-fn parse_factor(args: &Arguments) -> f64 {
+fn parse_factor(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> f64 {
     let mut factor = DEFAULT_FACTOR;
     if let Err(e) = args.get_float(FACTOR_KEY, &mut factor) {
-        tracing::warn!(key = FACTOR_KEY, error = %e, "overcommit: ignoring argument");
+        warnings.push(ArgWarning::new(
+            FACTOR_KEY,
+            format!("{}; the default {DEFAULT_FACTOR} is used", e.message),
+        ));
     }
     // Volcano lets NaN and +∞ through (they are not below 1); both make every comparison
     // meaningless, so they are refused as well.
     if factor < 1.0 || !factor.is_finite() {
-        tracing::warn!(
-            key = FACTOR_KEY,
-            value = factor,
-            default = DEFAULT_FACTOR,
-            "overcommit: factor must be a number of at least 1; using the default"
-        );
+        warnings.push(ArgWarning::new(
+            FACTOR_KEY,
+            format!("{factor} is not a factor of at least 1; the default {DEFAULT_FACTOR} is used"),
+        ));
         factor = DEFAULT_FACTOR;
     }
     factor
@@ -261,14 +270,28 @@ mod tests {
         assert_eq!(overused[0].object.name, "tiny");
     }
 
+    fn parse_factor_of(args: &Arguments) -> f64 {
+        parse_factor(args, &mut Vec::new())
+    }
+
     #[test]
     fn o3_factor_argument() {
-        assert_eq!(parse_factor(&args(ArgValue::Float(0.5))), 1.2);
-        assert_eq!(parse_factor(&args(ArgValue::Int(2))), 2.0);
-        assert_eq!(parse_factor(&args(ArgValue::Float(1.0))), 1.0);
-        assert_eq!(parse_factor(&args(ArgValue::Str("1.5".into()))), 1.2);
-        assert_eq!(parse_factor(&args(ArgValue::Float(f64::NAN))), 1.2);
-        assert_eq!(parse_factor(&Arguments::new()), 1.2);
+        assert_eq!(parse_factor_of(&args(ArgValue::Float(0.5))), 1.2);
+        assert_eq!(parse_factor_of(&args(ArgValue::Int(2))), 2.0);
+        assert_eq!(parse_factor_of(&args(ArgValue::Float(1.0))), 1.0);
+        assert_eq!(parse_factor_of(&args(ArgValue::Str("1.5".into()))), 1.2);
+        assert_eq!(parse_factor_of(&args(ArgValue::Float(f64::NAN))), 1.2);
+        assert_eq!(parse_factor_of(&Arguments::new()), 1.2);
+    }
+
+    #[test]
+    fn bad_factors_are_reported_for_the_parser() {
+        let w = check_arguments(&args(ArgValue::Float(-3.0)));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].key, FACTOR_KEY);
+        assert!(w[0].message.contains("-3"), "{}", w[0].message);
+        assert!(check_arguments(&args(ArgValue::Float(1.5))).is_empty());
+        assert_eq!(check_arguments(&args(ArgValue::Str("x".into()))).len(), 1);
     }
 
     #[test]

@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use engine::conf::Arguments;
+use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
 use engine::model::{FitError, FitStatus, NodeId, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod, PodAffinity, PodAntiAffinity};
@@ -132,12 +132,27 @@ struct Enabled {
     cache: bool,
 }
 
+/// The problems [`Enabled::read`] finds, for the configuration parser.
+pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
+    let mut warnings = Vec::new();
+    Enabled::read(args, &mut warnings);
+    warnings
+}
+
 impl Enabled {
     fn from_arguments(args: &Arguments) -> Self {
-        let read = |key: &str, default: bool| {
+        Self::read(args, &mut Vec::new())
+    }
+
+    /// Reads the switches, adding what is wrong with them to `warnings`.
+    fn read(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> Self {
+        let mut read = |key: &str, default: bool| {
             let mut v = default;
             if let Err(e) = args.get_bool(key, &mut v) {
-                tracing::warn!(plugin = NAME, key, error = %e, "argument ignored, default kept");
+                warnings.push(ArgWarning::new(
+                    key,
+                    format!("{}; the default {default} is used", e.message),
+                ));
             }
             v
         };
@@ -149,21 +164,29 @@ impl Enabled {
             // Accepted and validated like the others, but these filters are not modelled.
             read(key, true);
         }
-        if let Some(v) = args.get(VOLUME_BINDING_WEIGHT)
-            && v.as_i64().is_none()
-        {
-            // Volcano decodes this key generically and exits on a bad type; here volume binding
-            // is not modelled, so the value has no effect, but the mistake is still reported.
-            tracing::error!(plugin = NAME, key = VOLUME_BINDING_WEIGHT, value = %v.describe(), "expected an integer");
-        }
-        Enabled {
+        let enabled = Enabled {
             node_affinity: read(NODE_AFFINITY_ENABLE, true),
             node_ports: read(NODE_PORTS_ENABLE, true),
             taint_toleration: read(TAINT_TOLERATION_ENABLE, true),
             pod_affinity: read(POD_AFFINITY_ENABLE, true),
             pod_topology_spread: read(POD_TOPOLOGY_SPREAD_ENABLE, true),
             cache: read(CACHE_ENABLE, false),
+        };
+        if let Some(v) = args.get(VOLUME_BINDING_WEIGHT)
+            && v.as_i64().is_none()
+        {
+            // Volcano decodes this key generically and exits on a bad type; here volume binding
+            // is not modelled, so the value has no effect, but the mistake is still reported.
+            warnings.push(ArgWarning::new(
+                VOLUME_BINDING_WEIGHT,
+                format!(
+                    "expected an integer, found {} (Volcano exits on this; volume binding is not \
+                     modelled here, so the value has no effect)",
+                    v.describe()
+                ),
+            ));
         }
+        enabled
     }
 }
 
@@ -1512,6 +1535,12 @@ mod tests {
         ]));
         // Go's ParseBool accepts "false"; an integer is not a boolean: default kept.
         assert!(!e.node_ports);
+        let warnings = check_arguments(&Arguments::from_pairs(&[
+            (CACHE_ENABLE, ArgValue::Int(1)),
+            (VOLUME_BINDING_WEIGHT, ArgValue::Str("2".into())),
+        ]));
+        let keys: Vec<&str> = warnings.iter().map(|w| w.key.as_str()).collect();
+        assert_eq!(keys, [CACHE_ENABLE, VOLUME_BINDING_WEIGHT]);
         assert!(!e.cache);
         assert!(e.node_affinity && e.taint_toleration && e.pod_affinity && e.pod_topology_spread);
 

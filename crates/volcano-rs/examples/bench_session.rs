@@ -161,6 +161,7 @@ fn main() {
         actions: engine::actions::KNOWN_ACTIONS,
         plugins: &plugin_names,
         strict: true,
+        check_arguments: Some(plugins::check_arguments),
     };
     let conf = match parse(DEFAULT_SCHEDULER_CONF, &known) {
         Ok(p) => Arc::new(p.conf),

@@ -263,6 +263,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         actions: engine::actions::KNOWN_ACTIONS,
         plugins: &plugin_names,
         strict: args.strict_config,
+        check_arguments: Some(plugins::check_arguments),
     };
     let mut conf = ConfSource::load(args.scheduler_conf.clone(), &known)?;
     let listen = parse_addr(&args.listen_address)?;

@@ -83,6 +83,7 @@ fn dynamic(v: serde_json::Value) -> DynamicObject {
 #[test]
 fn malformed_pod_group_is_skipped_with_an_event() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut reported = ReportedProblems::default();
     let good = dynamic(json!({
         "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
         "metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 2, "queue": "q"}
@@ -91,11 +92,11 @@ fn malformed_pod_group_is_skipped_with_an_event() {
         "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
         "metadata": {"name": "pg", "namespace": "ns", "uid": "u1"}, "spec": {"minMember": "many"}
     }));
-    let ev = convert_event::<PodGroup>(Event::InitApply(good), &tx);
+    let ev = convert_event::<PodGroup>(Event::InitApply(good), &tx, &mut reported);
     assert!(matches!(ev, Some(Event::InitApply(ref pg)) if pg.spec.min_member == 2));
     // A malformed list item is dropped; a malformed update deletes the last good version.
-    assert!(convert_event::<PodGroup>(Event::InitApply(bad.clone()), &tx).is_none());
-    let ev = convert_event::<PodGroup>(Event::Apply(bad), &tx);
+    assert!(convert_event::<PodGroup>(Event::InitApply(bad.clone()), &tx, &mut reported).is_none());
+    let ev = convert_event::<PodGroup>(Event::Apply(bad), &tx, &mut reported);
     assert!(matches!(ev, Some(Event::Delete(ref pg)) if pg.metadata.name.as_deref() == Some("pg")));
     let reported = rx.try_recv().expect("an event for the malformed object");
     assert_eq!(reported.object.kind, "PodGroup");
@@ -118,4 +119,94 @@ fn queue_mirror_uses_names_as_keys() {
     assert_eq!(s.lock().queue("q1").map(|q| q.weight), Some(3));
     m.apply(Event::Delete(q), &s);
     assert!(s.lock().queue("q1").is_none());
+}
+
+fn queue_object(uid: &str, capability: serde_json::Value) -> DynamicObject {
+    dynamic(json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+        "metadata": {"name": "q1", "uid": uid},
+        "spec": {"weight": 1, "capability": capability}
+    }))
+}
+
+/// A negative capability is kept out of the model and reported once per distinct problem: not
+/// again when a relist or a status write delivers the object unchanged.
+#[test]
+fn negative_queue_capability_is_reported_once() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut reported = ReportedProblems::default();
+    let bad = queue_object("u1", json!({"cpu": "-4", "memory": "1Gi"}));
+    let ev = convert_event::<Queue>(Event::InitApply(bad.clone()), &tx, &mut reported);
+    assert!(matches!(ev, Some(Event::InitApply(_))), "the Queue is kept");
+    let event = rx.try_recv().expect("an event for the negative capability");
+    assert_eq!(
+        (event.object.kind, event.reason.as_str()),
+        ("Queue", "InvalidValue")
+    );
+    assert!(
+        event
+            .message
+            .starts_with("spec.capability.cpu: \"-4\" is negative"),
+        "{}",
+        event.message
+    );
+    // Relisted, updated unchanged: nothing new.
+    convert_event::<Queue>(Event::InitApply(bad.clone()), &tx, &mut reported);
+    convert_event::<Queue>(Event::Apply(bad), &tx, &mut reported);
+    assert!(rx.try_recv().is_err());
+    // A second problem is new; the first is not repeated.
+    let worse = queue_object("u1", json!({"cpu": "-4", "memory": "-1Gi"}));
+    convert_event::<Queue>(Event::Apply(worse), &tx, &mut reported);
+    let event = rx.try_recv().expect("the new problem");
+    assert!(
+        event.message.starts_with("spec.capability.memory"),
+        "{}",
+        event.message
+    );
+    assert!(rx.try_recv().is_err());
+    // Deleted and created again (a new UID): reported again.
+    let again = queue_object("u2", json!({"cpu": "-4"}));
+    convert_event::<Queue>(Event::Apply(again), &tx, &mut reported);
+    assert!(rx.try_recv().is_ok());
+
+    // The model does not use the negative quantity: no limit on cpu, as if it were not set.
+    let s = shared();
+    let q: Queue = serde_json::from_value(json!({
+        "metadata": {"name": "q1"}, "spec": {"weight": 1, "capability": {"cpu": "-4", "memory": "1Gi"}}
+    }))
+    .expect("queue");
+    Mirror::<Queue>::default().apply(Event::Apply(q), &s);
+    let cap = s
+        .lock()
+        .queue("q1")
+        .and_then(|q| q.capability.clone())
+        .expect("a capability");
+    assert_eq!((cap.milli_cpu, cap.memory), (0.0, 1024.0 * 1024.0 * 1024.0));
+}
+
+/// Bad HDRF weights are a problem of the Queue: reported once when the Queue arrives, not at
+/// every session and not again for an unchanged Queue (drf itself no longer reports them).
+#[test]
+fn bad_hierarchy_weights_are_reported_once() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut reported = ReportedProblems::default();
+    let q = dynamic(json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+        "metadata": {"name": "hq", "uid": "u", "annotations": {
+            "volcano.sh/hierarchy": "root/a", "volcano.sh/hierarchy-weights": "1/-2"
+        }},
+        "spec": {"weight": 1}
+    }));
+    for _ in 0..3 {
+        convert_event::<Queue>(Event::Apply(q.clone()), &tx, &mut reported);
+    }
+    let event = rx.try_recv().expect("one event");
+    assert!(
+        event
+            .message
+            .contains("weight \"-2\" at path level 1 is below 1; 1 is used"),
+        "{}",
+        event.message
+    );
+    assert!(rx.try_recv().is_err(), "reported once");
 }

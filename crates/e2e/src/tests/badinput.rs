@@ -43,7 +43,8 @@ async fn wait_event(
 
 /// "Bad input through the API: a PodGroup naming a missing queue, a Queue with weight 0, a pod
 /// with an absurd request, an unknown PriorityClass — each gives an event or condition that says
-/// what is wrong; the daemon keeps scheduling everything else."
+/// what is wrong; the daemon keeps scheduling everything else." Also a Queue with a negative
+/// capability, which the API server accepts: an `InvalidValue` event names the field.
 pub fn bad_input(env: Env) -> BoxFuture<'static, Result<()>> {
     Box::pin(async move {
         let ctx = TestCtx::new(&env, "bad-input").await?;
@@ -89,6 +90,31 @@ pub fn bad_input(env: Env) -> BoxFuture<'static, Result<()>> {
                 );
             }
         }
+
+        // A Queue with a negative capability: the CRD's pattern allows it; the scheduler uses
+        // no limit on cpu (as Volcano reads a capability cpu ≤ 0) and says so on the Queue.
+        let negative_name = format!("{}-negative", ctx.name);
+        let negative: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": apis::API_VERSION,
+            "kind": "Queue",
+            "metadata": {
+                "name": negative_name,
+                "labels": {ctx.label.0.as_str(): ctx.label.1.as_str()},
+            },
+            "spec": {"weight": 1, "capability": {"cpu": "-4"}},
+        }))
+        .context("building the negative-capability queue")?;
+        raw.create(&PostParams::default(), &negative)
+            .await
+            .context("creating the negative-capability queue")?;
+        wait_event(
+            &ctx,
+            "Queue",
+            &negative_name,
+            "InvalidValue",
+            "spec.capability.cpu: \"-4\" is negative",
+        )
+        .await?;
 
         // An absurd request: stays Pending, and something on the pod says that cpu is what is
         // short: the PodScheduled message ("… Insufficient cpu") when the pod is tried on the

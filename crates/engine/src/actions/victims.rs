@@ -739,6 +739,7 @@ pub(super) mod testkit {
                 actions: &["enqueue", "allocate", "preempt", "reclaim", "backfill"],
                 plugins: PLUGINS,
                 strict: true,
+                check_arguments: None,
             };
             let conf = parse(conf, &known).expect("valid configuration").conf;
             Session::open(

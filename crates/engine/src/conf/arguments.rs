@@ -31,6 +31,7 @@ use serde_yaml::Value;
 
 use super::ConfError;
 use super::parse::{describe, scalar_text, yaml11_extra_bool};
+use super::values::quoted;
 
 /// The arguments of one plugin option or one action configuration, keyed by argument name.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -61,9 +62,13 @@ pub struct ArgError {
 
 impl ArgError {
     fn wrong_type(key: &str, expected: &str, found: &ArgValue) -> Self {
+        let why = match found {
+            ArgValue::Uint(_) => " (too large for a 64-bit integer)",
+            _ => "",
+        };
         ArgError {
             key: key.to_owned(),
-            message: format!("expected {expected}, found {}", found.describe()),
+            message: format!("expected {expected}, found {}{why}", found.describe()),
         }
     }
 }
@@ -307,7 +312,7 @@ impl ArgValue {
         match self {
             ArgValue::List(_) => "a list".to_owned(),
             ArgValue::Map(_) => "a mapping".to_owned(),
-            ArgValue::Str(s) => format!("{s:?}"),
+            ArgValue::Str(s) => quoted(s),
             scalar => scalar.to_string(),
         }
     }

@@ -92,7 +92,7 @@ pub fn map<T>(
             ArgValue::Str(s) => s.clone(),
             other => return Err(mismatch(&format!("{path} key"), "a string", other)),
         };
-        let item = elem(value, &format!("{path}[{key}]"))?;
+        let item = elem(value, &format!("{path}[{}]", super::shorten(&key)))?;
         out.push((key, item));
     }
     Ok(Some(out))

@@ -60,6 +60,7 @@
 pub mod arguments;
 pub mod go_decode;
 mod parse;
+pub mod values;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -68,6 +69,7 @@ use serde_yaml::{Mapping, Value};
 
 pub use arguments::{ArgError, ArgValue, Arguments};
 pub use parse::parse;
+pub use values::{ArgWarning, ArgumentCheck, MAX_WEIGHT, clamp_weight, quoted, shorten};
 
 /// Volcano's embedded configuration, used when no file is given (§1.8).
 ///
@@ -125,7 +127,8 @@ pub struct SchedulerConf {
     pub configurations: Vec<ActionConfiguration>,
     pub metrics: BTreeMap<String, String>,
     /// Plugins the file names but this build does not provide, in file order; they are not in
-    /// `tiers` and do not run (empty in strict mode, where they are an error).
+    /// `tiers` and do not run (empty in strict mode, where they are an error). Each is shortened
+    /// as in messages ([`shorten`]), since it is only ever reported.
     pub skipped_plugins: Vec<String>,
 }
 
@@ -152,6 +155,9 @@ pub struct KnownNames<'a> {
     /// is ignored with a warning. `true` (`--strict-config`): both are errors. An unknown name
     /// in `actions` is an error either way, as in Volcano's loader.
     pub strict: bool,
+    /// Checks the arguments of each known plugin option; its findings become warnings under
+    /// `…arguments.<key>`. `None` checks nothing (tests, tools without the plugins).
+    pub check_arguments: Option<ArgumentCheck>,
 }
 
 /// A successfully parsed configuration and the non-fatal problems found in it.

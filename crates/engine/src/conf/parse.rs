@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
+use super::values::{quoted, shorten};
 use super::{
     ActionConfiguration, Arguments, ConfError, Gate, KnownNames, Parsed, PluginOption,
     SchedulerConf, Tier,
@@ -133,8 +134,9 @@ impl Parser<'_> {
                     Err(ConfError::new(
                         "actions",
                         format!(
-                            "empty action name at position {} in {text:?} (stray comma?)",
-                            i + 1
+                            "empty action name at position {} in {} (stray comma?)",
+                            i + 1,
+                            quoted(&text)
                         ),
                     ))
                 } else if self.known.actions.contains(&name) {
@@ -199,7 +201,11 @@ impl Parser<'_> {
             Value::String(s) => {
                 return Err(ConfError::new(
                     path,
-                    format!("expected a mapping such as \"name: {s}\", found {s:?}"),
+                    format!(
+                        "expected a mapping such as \"name: {}\", found {}",
+                        shorten(s),
+                        quoted(s)
+                    ),
                 ));
             }
             _ => mapping(value, path, "a mapping with \"name\"")?,
@@ -233,7 +239,10 @@ impl Parser<'_> {
             .ok_or_else(|| ConfError::new(&name_path, "missing plugin name"))?;
         if !self.known.plugins.contains(&name.as_str()) {
             let message = if super::VOLCANO_PLUGIN_NAMES.contains(&name.as_str()) {
-                format!("plugin {name:?} is a Volcano plugin that volcano-rs does not provide yet")
+                format!(
+                    "plugin {} is a Volcano plugin that volcano-rs does not provide yet",
+                    quoted(&name)
+                )
             } else {
                 unknown_name("plugin", &name, self.known.plugins)
             };
@@ -244,7 +253,17 @@ impl Parser<'_> {
             self.warnings.push(format!(
                 "{name_path}: {message}; skipped, the rest of the configuration runs"
             ));
-            return Ok(PluginEntry::Skipped(name));
+            // Only reported from here on (events, a metric label): kept short.
+            return Ok(PluginEntry::Skipped(shorten(&name).into_owned()));
+        }
+        if let Some(check) = self.known.check_arguments {
+            for warning in check(&name, &option.arguments) {
+                self.warnings.push(format!(
+                    "{path}.arguments.{}: {}",
+                    shorten(&warning.key),
+                    warning.message
+                ));
+            }
         }
         option.name = name;
         Ok(PluginEntry::Known(option))
@@ -288,8 +307,9 @@ impl Parser<'_> {
             }
             if let Some(first) = configurations.iter().position(|c| c.name == name) {
                 self.warnings.push(format!(
-                    "{path}: action {name:?} is already configured by configurations[{first}], \
-                     which takes precedence; this entry is ignored"
+                    "{path}: action {} is already configured by configurations[{first}], \
+                     which takes precedence; this entry is ignored",
+                    quoted(&name)
                 ));
             }
             configurations.push(ActionConfiguration { name, arguments });
@@ -305,10 +325,11 @@ impl Parser<'_> {
     ) {
         let text = scalar_text(key).unwrap_or_else(|| describe(key));
         let hint = did_you_mean(&text, candidates);
+        let text = quoted(&text);
         self.warnings.push(if path.is_empty() {
-            format!("unknown top-level key {text:?}{hint}")
+            format!("unknown top-level key {text}{hint}")
         } else {
-            format!("{path}: unknown key {text:?}{hint}")
+            format!("{path}: unknown key {text}{hint}")
         });
     }
 }
@@ -328,7 +349,7 @@ fn metrics(value: &Value) -> Result<BTreeMap<String, String>, ConfError> {
         };
         let Some(text) = scalar_text(value) else {
             return Err(ConfError::new(
-                format!("metrics.{key}"),
+                format!("metrics.{}", shorten(&key)),
                 format!("expected a scalar value, found {}", describe(value)),
             ));
         };
@@ -411,7 +432,7 @@ pub(super) fn describe(value: &Value) -> String {
     match untag(value) {
         Value::Sequence(_) => "a list".to_owned(),
         Value::Mapping(_) => "a mapping".to_owned(),
-        Value::String(s) => format!("{s:?}"),
+        Value::String(s) => quoted(s),
         Value::Null => "null".to_owned(),
         other => scalar_text(other).unwrap_or_default(),
     }
@@ -438,11 +459,12 @@ fn yaml11_bool(s: &str) -> Option<bool> {
 /// `unknown plugin "gnag" (did you mean "gang"?); known plugins: gang, priority, …`
 fn unknown_name(kind: &str, name: &str, known: &[&str]) -> String {
     let hint = did_you_mean(name, known.iter().copied());
+    let name = quoted(name);
     if known.is_empty() {
-        format!("unknown {kind} {name:?}{hint}; no {kind}s are available")
+        format!("unknown {kind} {name}{hint}; no {kind}s are available")
     } else {
         format!(
-            "unknown {kind} {name:?}{hint}; known {kind}s: {}",
+            "unknown {kind} {name}{hint}; known {kind}s: {}",
             known.join(", ")
         )
     }
@@ -465,6 +487,9 @@ pub(super) fn suggest<'c>(
     let word_len = word.chars().count();
     candidates
         .into_iter()
+        // The distance is at least the difference in length: a long word (a 1 MB name) is
+        // not compared character by character with every candidate.
+        .filter(|c| word_len.abs_diff(c.chars().count()) <= 2)
         .map(|c| (edit_distance(word, c), c))
         .filter(|&(d, _)| d <= 2 && d < word_len)
         .min_by_key(|&(d, _)| d)

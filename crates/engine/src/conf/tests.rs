@@ -25,6 +25,7 @@ const KNOWN: KnownNames<'static> = KnownNames {
     actions: VOLCANO_ACTIONS,
     plugins: VOLCANO_PLUGINS,
     strict: true,
+    check_arguments: None,
 };
 
 fn ok(text: &str) -> Parsed {
@@ -533,6 +534,7 @@ fn known_names_come_from_the_caller() {
         actions: &["allocate"],
         plugins: &["mine"],
         strict: true,
+        check_arguments: None,
     };
     let parsed = parse(
         "actions: allocate\ntiers:\n- plugins:\n  - name: mine\n",
@@ -1066,4 +1068,76 @@ proptest! {
     fn parse_never_panics(text in "[ -~\n]{0,200}") {
         let _ = parse(&text, &KNOWN);
     }
+}
+
+/// A 1 MB name is echoed as its first characters and its size, in errors and warnings alike;
+/// the skipped-plugin record (events, metric label) is shortened too.
+#[test]
+fn long_names_are_shortened_in_messages() {
+    let huge = "p".repeat(1 << 20);
+    let tail = "…(1048576 bytes)";
+    let lenient = KnownNames {
+        strict: false,
+        ..KNOWN
+    };
+    // A YAML plain key is limited to 1024 characters; an explicit key (`? key`) is not.
+    let text = format!("actions: allocate\nmetrics:\n  ? {huge}\n  : [x]\n");
+    let e = parse(&text, &lenient).expect_err("the metrics value is refused");
+    assert!(e.path.ends_with(tail) && e.path.len() < 200, "{}", e.path);
+
+    let text = format!(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: {huge}\n    ? {huge}\n    : 1\n\
+         configurations:\n- name: {huge}\n"
+    );
+    let parsed = parse(&text, &lenient).expect("unknown names are only warned about");
+    assert_eq!(parsed.warnings.len(), 3, "{:?}", parsed.warnings.len());
+    for warning in &parsed.warnings {
+        assert!(warning.len() < 1000, "{} bytes", warning.len());
+        assert!(warning.contains(tail), "{warning}");
+    }
+    assert_eq!(parsed.conf.skipped_plugins.len(), 1);
+    assert!(parsed.conf.skipped_plugins[0].ends_with(tail));
+
+    for text in [
+        format!("actions: \"allocate, {huge}\"\ntiers: []\n"),
+        format!("actions: \"allocate,,{huge}\"\ntiers: []\n"),
+        format!("actions: allocate\ntiers:\n- plugins:\n  - {huge}\n"),
+    ] {
+        let e = parse(&text, &KNOWN).expect_err("refused");
+        let message = e.to_string();
+        assert!(
+            message.len() < 1000 && message.contains(" bytes)"),
+            "{message}"
+        );
+    }
+}
+
+/// The parser hands every known plugin option's arguments to the check and reports what it
+/// finds under the argument's path.
+#[test]
+fn argument_checks_become_warnings_under_their_path() {
+    fn check(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
+        let mut w = 0;
+        let mut warnings = Vec::new();
+        if plugin == "binpack" {
+            args.get_weight("binpack.weight", &mut w, &mut warnings);
+        }
+        warnings
+    }
+    let known = KnownNames {
+        check_arguments: Some(check),
+        ..KNOWN
+    };
+    let text = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    arguments: \
+                {binpack.weight: 9223372036854775807}\n  - name: binpack\n    arguments: \
+                {binpack.weight: 9223372036854775807}\n";
+    let parsed = parse(text, &known).expect("valid");
+    assert_eq!(
+        parsed.warnings,
+        [format!(
+            "tiers[0].plugins[1].arguments.binpack.weight: weight 9223372036854775807 is out of \
+             range: a weight beyond ±{MAX_WEIGHT} can overflow the score arithmetic; {MAX_WEIGHT} \
+             is used"
+        )]
+    );
 }

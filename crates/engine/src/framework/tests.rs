@@ -131,6 +131,7 @@ fn open(conf: &str) -> Session {
         actions: &["enqueue", "allocate", "backfill"],
         plugins: &["a", "b", "c", "d"],
         strict: true,
+        check_arguments: None,
     };
     let conf = parse(conf, &known).expect("conf").conf;
     Session::open(
@@ -317,6 +318,7 @@ fn evict_and_undo() {
         actions: &["allocate"],
         plugins: &["a"],
         strict: true,
+        check_arguments: None,
     };
     let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
     let mut ssn = Session::open(
@@ -398,6 +400,7 @@ fn pod_groups_of_other_schedulers_are_not_written() {
         actions: &["allocate"],
         plugins: &["a"],
         strict: true,
+        check_arguments: None,
     };
     let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
     let ssn = Session::open(
@@ -455,6 +458,7 @@ fn open_on(s: &ClusterState) -> Session {
         actions: &["allocate"],
         plugins: &["a"],
         strict: true,
+        check_arguments: None,
     };
     let conf = parse(&tiers(&[&["{name: a}"]]), &known).expect("conf").conf;
     Session::open(

@@ -22,7 +22,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use engine::conf::{ArgValue, Arguments};
+use engine::conf::{ArgValue, ArgWarning, Arguments, clamp_weight, shorten};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
 use engine::model::resource::{CPU, MEMORY, MIN_RESOURCE};
 use engine::model::{FitError, FitStatus, NodeId, Resource, ResourceName, StatusCode, TaskId};
@@ -111,12 +111,21 @@ impl StrategyConfig {
 
     /// Reads `resourceStrategyFitWeight` and `resources` (§8.1).
     pub fn from_arguments(args: &Arguments) -> Self {
-        let weight = read_weight(args);
+        Self::read(args, &mut Vec::new())
+    }
+
+    /// [`StrategyConfig::from_arguments`], adding what is wrong with the arguments to
+    /// `warnings`. Weights beyond ±`MAX_WEIGHT` are clamped to it.
+    pub fn read(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> Self {
+        let weight = read_weight(args, warnings);
         let configured = match args.get(RESOURCES_KEY).map(decode_resources) {
             None | Some(Ok(None)) => Vec::new(),
             Some(Ok(Some(entries))) => entries,
             Some(Err(e)) => {
-                tracing::warn!(plugin = NAME, error = %e, "invalid resources, defaults used");
+                warnings.push(ArgWarning::new(
+                    RESOURCES_KEY,
+                    format!("{e}; the default table is used (Volcano exits on this)"),
+                ));
                 Vec::new()
             }
         };
@@ -133,20 +142,27 @@ impl StrategyConfig {
             }
         }
         let mut resources = BTreeMap::new();
-        for (key, entry) in raw {
+        for (key, mut entry) in raw {
+            let field = format!("{RESOURCES_KEY}[{}]", shorten(&key));
             if !is_valid_wildcard_pattern(&key) {
                 let reason = if key == "*" {
                     "a lone '*' cannot be a default strategy"
                 } else {
                     "only one trailing '*' is supported"
                 };
-                tracing::warn!(
-                    plugin = NAME,
-                    pattern = %key,
-                    reason,
-                    "resources key ignored; use a prefix such as 'nvidia.com/*'"
-                );
+                warnings.push(ArgWarning::new(
+                    field,
+                    format!("{reason}; ignored (use a prefix such as 'nvidia.com/*')"),
+                ));
                 continue;
+            }
+            let weight_field = format!("{field}.weight");
+            warnings.extend(clamp_weight(&weight_field, &mut entry.weight));
+            if entry.weight < 0 {
+                warnings.push(ArgWarning::new(
+                    weight_field,
+                    format!("negative weight {}; 1 is used, as in Volcano", entry.weight),
+                ));
             }
             let strategy = ResourceStrategy {
                 kind: ScoringType::parse(&entry.kind).unwrap_or(ScoringType::LeastAllocated),
@@ -158,18 +174,31 @@ impl StrategyConfig {
     }
 }
 
-/// `resourceStrategyFitWeight`: missing, negative or undecodable → 10, 0 kept.
-fn read_weight(args: &Arguments) -> i64 {
+/// `resourceStrategyFitWeight`: missing, negative or undecodable → 10, 0 kept, beyond
+/// `MAX_WEIGHT` clamped.
+fn read_weight(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> i64 {
     let Some(value) = args.get(WEIGHT_KEY) else {
         return DEFAULT_WEIGHT;
     };
     match decode::int(value, WEIGHT_KEY) {
-        Ok(Some(w)) if w >= 0 => w,
-        Ok(Some(_)) => DEFAULT_WEIGHT,
+        Ok(Some(mut w)) if w >= 0 => {
+            warnings.extend(clamp_weight(WEIGHT_KEY, &mut w));
+            w
+        }
+        Ok(Some(w)) => {
+            warnings.push(ArgWarning::new(
+                WEIGHT_KEY,
+                format!("negative weight {w}; the default {DEFAULT_WEIGHT} is used, as in Volcano"),
+            ));
+            DEFAULT_WEIGHT
+        }
         // Volcano's decoder leaves the int at 0 for a null value and still reports it found.
         Ok(None) => 0,
         Err(e) => {
-            tracing::warn!(plugin = NAME, error = %e, "argument ignored, default kept");
+            warnings.push(ArgWarning::new(
+                WEIGHT_KEY,
+                format!("{e}; the default {DEFAULT_WEIGHT} is used (Volcano exits on this)"),
+            ));
             DEFAULT_WEIGHT
         }
     }
@@ -386,10 +415,14 @@ pub struct ResourceStrategyFit {
 
 impl ResourceStrategyFit {
     pub fn from_arguments(args: &Arguments) -> Self {
+        Self::read(args, &mut Vec::new())
+    }
+
+    fn read(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> Self {
         Self {
-            strategy: StrategyConfig::from_arguments(args),
-            sra: SraWeights::from_argument(args.get(SRA_KEY)),
-            proportional: Proportional::from_argument(args.get(PROPORTIONAL_KEY)),
+            strategy: StrategyConfig::read(args, warnings),
+            sra: SraWeights::read(args.get(SRA_KEY), warnings),
+            proportional: Proportional::read(args.get(PROPORTIONAL_KEY), warnings),
         }
     }
 
@@ -397,6 +430,14 @@ impl ResourceStrategyFit {
     fn scores(&self) -> bool {
         self.strategy.weight > 0 || self.sra.weight > 0
     }
+}
+
+/// The problems of the arguments, for the configuration parser (reported once per
+/// configuration load rather than at every session).
+pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
+    let mut warnings = Vec::new();
+    ResourceStrategyFit::read(args, &mut warnings);
+    warnings
 }
 
 /// Builds the plugin from its arguments.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use engine::conf::ArgValue;
+use engine::conf::{ArgValue, ArgWarning, shorten};
 use engine::model::{Resource, ResourceName};
 
 use engine::conf::go_decode::{self as decode, DecodeError};
@@ -57,23 +57,35 @@ impl Proportional {
     /// Reads the `proportional` argument (§8.1): `None` when it is not enabled. A value
     /// Volcano cannot decode (it exits) disables the check here, with a warning.
     pub fn from_argument(value: Option<&ArgValue>) -> Option<Self> {
+        Self::read(value, &mut Vec::new())
+    }
+
+    /// [`Proportional::from_argument`], adding what is wrong with the argument to `warnings`.
+    pub fn read(value: Option<&ArgValue>, warnings: &mut Vec<ArgWarning>) -> Option<Self> {
         let args = match decode_args(value?, "proportional") {
             Ok(args) => args,
             Err(e) => {
-                tracing::warn!(
-                    plugin = super::NAME,
-                    error = %e,
-                    "invalid proportional argument, check disabled"
-                );
+                warnings.push(ArgWarning::new(
+                    "proportional",
+                    format!("{e}; the proportional check is off (Volcano exits on this)"),
+                ));
                 return None;
             }
         };
         if !args.enable {
             return None;
         }
-        let ratio = |key: String| {
+        let mut ratio = |key: String| {
             let r = args.resource_proportion.get(&key).copied().unwrap_or(1.0);
-            if r < 0.0 { 1.0 } else { r }
+            if r < 0.0 {
+                warnings.push(ArgWarning::new(
+                    format!("proportional.resourceProportion[{}]", shorten(&key)),
+                    format!("negative ratio {r}; 1 is used, as in Volcano"),
+                ));
+                1.0
+            } else {
+                r
+            }
         };
         let resources = args
             .resources

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use engine::conf::ArgValue;
+use engine::conf::{ArgValue, ArgWarning, clamp_weight, shorten};
 use engine::model::Resource;
 use engine::model::resource::MIN_RESOURCE;
 
@@ -60,22 +60,38 @@ impl SraWeights {
     /// Reads the `sra` argument (§8.1). A value Volcano cannot decode (it exits) disables SRA
     /// here, with a warning.
     pub fn from_argument(value: Option<&ArgValue>) -> Self {
+        Self::read(value, &mut Vec::new())
+    }
+
+    /// [`SraWeights::from_argument`], adding what is wrong with the argument to `warnings`.
+    /// Weights beyond ±`MAX_WEIGHT` are clamped to it (Volcano's integer products wrap).
+    pub fn read(value: Option<&ArgValue>, warnings: &mut Vec<ArgWarning>) -> Self {
         let Some(value) = value else {
             return Self::default();
         };
-        let args = match decode_args(value, "sra") {
+        let mut args = match decode_args(value, "sra") {
             Ok(args) => args,
             Err(e) => {
-                tracing::warn!(
-                    plugin = super::NAME,
-                    error = %e,
-                    "invalid sra argument, SRA disabled"
-                );
+                warnings.push(ArgWarning::new(
+                    "sra",
+                    format!("{e}; SRA is off (Volcano exits on this)"),
+                ));
                 return Self::default();
             }
         };
         if !args.enable {
             return Self::default();
+        }
+        warnings.extend(clamp_weight("sra.weight", &mut args.weight));
+        if args.weight < 0 {
+            warnings.push(ArgWarning::new(
+                "sra.weight",
+                format!(
+                    "negative weight {}: SRA then draws tasks to the nodes with scarce \
+                     resources (accepted, as in Volcano)",
+                    args.weight
+                ),
+            ));
         }
         // Volcano starts the weight at 1 and then overwrites it with the decoded value, so an
         // omitted weight ends up 0.
@@ -87,8 +103,14 @@ impl SraWeights {
             if name.is_empty() {
                 continue;
             }
+            let key = format!("sra.resourceWeight[{}]", shorten(name));
             let mut w = args.resource_weight.get(name).copied().unwrap_or(1);
+            warnings.extend(clamp_weight(&key, &mut w));
             if w < 0 {
+                warnings.push(ArgWarning::new(
+                    key,
+                    format!("negative weight {w}; 1 is used, as in Volcano"),
+                ));
                 w = 1;
             }
             out.resources.insert(name.to_owned(), w);

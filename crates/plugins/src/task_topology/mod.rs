@@ -28,7 +28,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use apis::keys;
-use engine::conf::Arguments;
+use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
 use engine::model::{DimensionDefault, JobId, NodeId, TaskId};
 use k8s_openapi::api::core::v1::Pod;
@@ -49,26 +49,39 @@ pub fn new(args: &Arguments) -> Box<dyn Plugin> {
 }
 
 struct TaskTopology {
-    /// `task-topology.weight`: multiplies every score; not range-checked (a negative weight
-    /// turns attraction into repulsion), as in Volcano.
+    /// `task-topology.weight`: multiplies every score. A negative weight turns attraction into
+    /// repulsion and is accepted, as in Volcano; a weight beyond ±`MAX_WEIGHT` is clamped to it
+    /// (Volcano's integer product wraps around). Both are reported by [`check_arguments`].
     weight: i64,
     /// Jobs with valid annotations and pending tasks, set up at session open.
     managers: HashMap<JobId, JobManager>,
 }
 
+/// The problems the weight has, for the configuration parser.
+pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
+    let mut warnings = Vec::new();
+    read_weight(args, &mut warnings);
+    warnings
+}
+
+fn read_weight(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> i64 {
+    let mut weight = 1;
+    if args.get_weight(WEIGHT_KEY, &mut weight, warnings) && weight < 0 {
+        warnings.push(ArgWarning::new(
+            WEIGHT_KEY,
+            format!(
+                "negative weight {weight}: tasks of a bucket then avoid each other's nodes \
+                 (accepted, as in Volcano)"
+            ),
+        ));
+    }
+    weight
+}
+
 impl TaskTopology {
     fn from_arguments(args: &Arguments) -> Self {
-        let mut weight = 1;
-        if let Err(e) = args.get_int(WEIGHT_KEY, &mut weight) {
-            tracing::warn!(
-                plugin = NAME,
-                key = WEIGHT_KEY,
-                error = %e,
-                "argument ignored, default kept"
-            );
-        }
         TaskTopology {
-            weight,
+            weight: read_weight(args, &mut Vec::new()),
             managers: HashMap::new(),
         }
     }

@@ -77,7 +77,12 @@ impl SimCluster {
         if !queues.contains_key(&default_queue) {
             queues.insert(default_queue.clone(), new_default_queue(&default_queue));
         }
-        for q in queues.values() {
+        for (name, q) in &queues {
+            warnings.extend(
+                engine::model::queue::value_problems(q)
+                    .into_iter()
+                    .map(|problem| format!("Queue {name} {problem}")),
+            );
             state.upsert_queue(q.clone());
         }
 
@@ -381,6 +386,34 @@ apiVersion: scheduling.volcano.sh/v1beta1
 kind: Queue
 metadata: {name: q1}
 "#;
+
+    #[test]
+    fn unusable_queue_values_are_warned_about() {
+        let text = r#"
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: q1
+  annotations: {volcano.sh/hierarchy: root/a/b, volcano.sh/hierarchy-weights: 1/x}
+spec: {weight: -2, capability: {cpu: "-4"}, guarantee: {resource: {memory: "-1Gi"}}}
+"#;
+        let (cluster, warnings) = SimCluster::new(&input(text), options(), now());
+        let expected = [
+            "Queue q1 spec.weight: -2 is below 1",
+            "Queue q1 spec.capability.cpu: \"-4\" is negative",
+            "Queue q1 spec.guarantee.resource.memory: \"-1Gi\" is negative",
+            "Queue q1 metadata.annotations[volcano.sh/hierarchy-weights]: \"1/x\" weight \"x\" at path level 1 is not a number",
+            "Queue q1 metadata.annotations[volcano.sh/hierarchy-weights]: \"1/x\" has no weight for path level 2",
+        ];
+        assert_eq!(warnings.len(), expected.len(), "{warnings:#?}");
+        for (warning, start) in warnings.iter().zip(expected) {
+            assert!(warning.starts_with(start), "{warning}");
+        }
+        let q = cluster.state().queue("q1").expect("q1");
+        assert_eq!(q.weight, 1);
+        assert_eq!(q.capability, None);
+        assert_eq!(q.guarantee, None);
+    }
 
     #[test]
     fn creation_defaults_and_the_default_queue() {

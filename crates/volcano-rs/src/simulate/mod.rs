@@ -115,6 +115,7 @@ pub fn parse_conf(file: &ConfFile, strict: bool) -> Result<(SchedulerConf, Vec<S
         actions: engine::actions::KNOWN_ACTIONS,
         plugins: &plugins,
         strict,
+        check_arguments: Some(plugins::check_arguments),
     };
     let parsed = engine::conf::parse(&file.text, &known).map_err(|e| SimError::Config {
         file: file.name.clone(),
