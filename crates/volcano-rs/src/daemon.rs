@@ -448,32 +448,40 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             continue;
         }
 
-        // Configuration reload: the new config applies from this session on.
-        match conf.poll(&known) {
-            ReloadOutcome::Unchanged => {}
-            ReloadOutcome::Applied { warnings } => {
-                for w in &warnings {
-                    tracing::warn!(warning = %w, "scheduler configuration");
+        // Configuration reload: the background thread read and parsed the file; what it
+        // accepted applies from this session on.
+        let mut applied = false;
+        for outcome in conf.poll() {
+            match outcome {
+                ReloadOutcome::Applied { warnings } => {
+                    for w in &warnings {
+                        tracing::warn!(warning = %w, "scheduler configuration");
+                    }
+                    tracing::info!("scheduler configuration reloaded");
+                    metrics.config_reload(true);
+                    applied = true;
                 }
-                tracing::info!("scheduler configuration reloaded");
-                metrics.config_reload(true);
-                metrics.set_skipped_plugins(&conf.current().skipped_plugins);
-                conf_tx.send_replace(conf.current());
-            }
-            ReloadOutcome::Refused { error } => {
-                tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
-                metrics.config_reload(false);
-                executor
-                    .publish(&SchedEvent {
-                        object: self_ref.clone(),
-                        type_: EventType::Warning,
-                        reason: "ConfigRefused".into(),
-                        message: error,
-                    })
-                    .await;
+                ReloadOutcome::Refused { error } => {
+                    tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
+                    metrics.config_reload(false);
+                    executor
+                        .publish(&SchedEvent {
+                            object: self_ref.clone(),
+                            type_: EventType::Warning,
+                            reason: "ConfigRefused".into(),
+                            message: error,
+                        })
+                        .await;
+                }
             }
         }
         let current = conf.current();
+        if applied {
+            metrics.set_skipped_plugins(&current.skipped_plugins);
+            conf_tx.send_replace(current.clone());
+            // The new configuration may need a queue the old one did not (`root`).
+            queues_ensured = false;
+        }
         if reported_skips.as_ref() != Some(&current.skipped_plugins) {
             for event in skipped_plugin_events(&self_ref, conf.path(), &current.skipped_plugins) {
                 executor.publish(&event).await;
@@ -481,12 +489,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             reported_skips = Some(current.skipped_plugins.clone());
         }
         if !queues_ensured {
-            let mut wanted = vec![(args.default_queue.clone(), true)];
-            if current.plugin_options().any(|p| p.enable_hierarchy) {
-                wanted.push((apis::ROOT_QUEUE.to_string(), false));
-            }
             queues_ensured = true;
-            for (name, reclaimable) in wanted {
+            for (name, reclaimable) in wanted_queues(&args.default_queue, &current) {
                 if let Err(e) = cluster::queues::ensure_queue(&client, &name, reclaimable).await {
                     tracing::warn!(queue = %name, error = %e, "could not ensure queue; retrying next cycle");
                     queues_ensured = false;
@@ -680,6 +684,17 @@ fn record_job_and_queue_lifecycle(
     }
 }
 
+/// The queues the daemon creates if missing (spec/kubernetes.md §4.8.3), reclaimable or not: the
+/// default queue, and `root` when a plugin of the configuration runs in hierarchy mode. Ensured
+/// when leadership is gained and after every applied reload.
+fn wanted_queues(default_queue: &str, conf: &engine::conf::SchedulerConf) -> Vec<(String, bool)> {
+    let mut wanted = vec![(default_queue.to_string(), true)];
+    if conf.plugin_options().any(|p| p.enable_hierarchy) {
+        wanted.push((apis::ROOT_QUEUE.to_string(), false));
+    }
+    wanted
+}
+
 fn executor_name(args: &RunArgs) -> String {
     args.scheduler_names
         .first()
@@ -726,5 +741,35 @@ mod tests {
             ])
         );
         assert!(parse_node_selector(&["nocolon".into()]).is_err());
+    }
+
+    /// A reload that turns hierarchy on needs `root`, which only the daemon creates.
+    #[test]
+    fn a_hierarchy_configuration_wants_the_root_queue() {
+        let registry = plugins::registry();
+        let names = registry.names();
+        let known = KnownNames {
+            actions: engine::actions::KNOWN_ACTIONS,
+            plugins: &names,
+            strict: true,
+            check_arguments: None,
+        };
+        let conf = |text: &str| engine::conf::parse(text, &known).map(|p| p.conf);
+        let flat = conf("actions: allocate\ntiers:\n- plugins:\n  - name: drf\n").unwrap();
+        assert_eq!(
+            wanted_queues("default", &flat),
+            [("default".to_string(), true)]
+        );
+        let hierarchy = conf(
+            "actions: allocate\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            wanted_queues("default", &hierarchy),
+            [
+                ("default".to_string(), true),
+                (apis::ROOT_QUEUE.to_string(), false)
+            ]
+        );
     }
 }

@@ -15,6 +15,11 @@
 //! 4. A file naming a plugin this build lacks is applied with that plugin skipped, as Volcano
 //!    does: a Warning `PluginSkipped` event naming it, `volcano_config_skipped_plugins{plugin}`
 //!    at 1, and the rest of the file (binpack) schedules.
+//! 5. Files that used to stall the scheduling loop, which read and parsed the file itself, are
+//!    refused by the background reader while sessions go on: 200 KB of nested brackets (the
+//!    YAML parser needs close to a minute for it; the depth limit refuses it unparsed) and a
+//!    FIFO (a reader would wait for a writer forever; it is refused from its metadata). After
+//!    each, a new pod binds promptly on the fuller node: binpack is still in force.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -207,20 +212,87 @@ async fn run(env: Env) -> anyhow::Result<()> {
         bound["after-skip"]
     );
 
+    // 5. A nested-bracket bomb and a FIFO: refused, and scheduling never pauses.
+    stalling_files_are_refused(&ctx, &daemon, &mut conf_dir, &queue, full).await?;
+
     drop(daemon);
     conf_dir.remove();
     Ok(())
 }
 
+/// Step 5: each file is refused with a message naming the limit, and a pod created right after
+/// the file is installed binds within [`SHORT`] (the old in-loop read stalled 44 s on the bomb
+/// and for ever on the FIFO) on the fuller node.
+async fn stalling_files_are_refused(
+    ctx: &TestCtx,
+    daemon: &Daemon,
+    conf_dir: &mut ConfigMapDir,
+    queue: &str,
+    full: &str,
+) -> anyhow::Result<()> {
+    let bomb = "[".repeat(200_000);
+    let steps: [(&str, Content<'_>, &str); 2] = [
+        (
+            "after-bomb",
+            Content::Text(&bomb),
+            "nested deeper than the limit",
+        ),
+        ("after-fifo", Content::Fifo, "not a regular file (a FIFO)"),
+    ];
+    for (pod, content, refusal) in steps {
+        let failures_before = reloads(daemon, "failure").await?;
+        conf_dir.update_with(content)?;
+        // Small enough that the fuller node still has room.
+        ctx.pod(pod)
+            .cpu("500m")
+            .memory("1Gi")
+            .queue_annotation(queue)
+            .create(ctx)
+            .await?;
+        let bound = wait_bound(ctx, &[pod]).await?;
+        ensure!(
+            bound[pod] == *full,
+            "with the refused file the binpack configuration should still be in force and put \
+             pod {pod} on the fuller node {full}, but it is on {}",
+            bound[pod]
+        );
+        wait_reload(ctx, daemon, "failure", failures_before + 1.0).await?;
+        let event = wait_lease_event_with(ctx, "ConfigRefused", refusal).await?;
+        ensure!(
+            event.1.contains(ConfigMapDir::KEY),
+            "the ConfigRefused event should name the file; its message is {:?}",
+            event.1
+        );
+    }
+    ensure!(
+        daemon.ready().await,
+        "the daemon should still be running and ready after the refused files"
+    );
+    Ok(())
+}
+
 /// The first event with this reason on the daemon's Lease: `(reason, message)`.
 async fn wait_lease_event(ctx: &TestCtx, reason: &str) -> anyhow::Result<(String, String)> {
+    wait_lease_event_with(ctx, reason, "").await
+}
+
+/// The first event with this reason on the daemon's Lease whose message contains `text`.
+async fn wait_lease_event_with(
+    ctx: &TestCtx,
+    reason: &str,
+    text: &str,
+) -> anyhow::Result<(String, String)> {
     let lease = ctx.lease_name();
     ctx.wait_for(
-        &format!("a Warning event {reason} on Lease {lease}"),
+        &format!("a Warning event {reason} on Lease {lease} with {text:?} in its message"),
         SHORT,
         || async {
             let events = ctx.events_for("Lease", &lease).await?;
-            anyhow::Ok(events.into_iter().find(|(r, _)| r == reason))
+            anyhow::Ok(
+                events
+                    .into_iter()
+                    .find(|(r, m)| r == reason && m.contains(text)),
+            )
         },
     )
     .await
@@ -269,6 +341,14 @@ async fn wait_bound(
     .await
 }
 
+/// What a generation of [`ConfigMapDir`] holds under its key.
+#[derive(Clone, Copy)]
+enum Content<'a> {
+    Text(&'a str),
+    /// A named pipe with no writer: reading it would wait for ever.
+    Fifo,
+}
+
 /// A directory laid out like a mounted ConfigMap with the single key `scheduler.conf`:
 /// `scheduler.conf → ..data/scheduler.conf`, `..data → ..<generation>/`. Updates write a new
 /// generation and swap `..data` with one `rename`, so a reader sees the old or the new file,
@@ -291,7 +371,7 @@ impl ConfigMapDir {
             root,
             generation: 0,
         };
-        dir.write_generation(content)?;
+        dir.write_generation(Content::Text(content))?;
         let key = dir.root.join(Self::KEY);
         std::os::unix::fs::symlink(Path::new("..data").join(Self::KEY), &key)
             .with_context(|| format!("linking {}", key.display()))?;
@@ -309,9 +389,18 @@ impl ConfigMapDir {
 
     /// Writes generation `n+1` and points `..data` at it atomically; removes generation `n`.
     fn update(&mut self, content: &str) -> anyhow::Result<()> {
+        self.update_with(Content::Text(content))
+    }
+
+    /// [`update`](Self::update) with any content; text is read back, a FIFO is not (that
+    /// would wait for a writer).
+    fn update_with(&mut self, content: Content<'_>) -> anyhow::Result<()> {
         let old = self.root.join(Self::generation_name(self.generation));
         self.write_generation(content)?;
         std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+        let Content::Text(content) = content else {
+            return Ok(());
+        };
         let seen = std::fs::read_to_string(self.file())
             .with_context(|| format!("reading back {}", self.file().display()))?;
         if seen != content {
@@ -323,13 +412,27 @@ impl ConfigMapDir {
         Ok(())
     }
 
-    fn write_generation(&mut self, content: &str) -> anyhow::Result<()> {
+    fn write_generation(&mut self, content: Content<'_>) -> anyhow::Result<()> {
         self.generation += 1;
         let name = Self::generation_name(self.generation);
         let dir = self.root.join(&name);
         std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join(Self::KEY), content)
-            .with_context(|| format!("writing {}", dir.join(Self::KEY).display()))?;
+        let file = dir.join(Self::KEY);
+        match content {
+            Content::Text(text) => std::fs::write(&file, text)
+                .with_context(|| format!("writing {}", file.display()))?,
+            Content::Fifo => {
+                let status = std::process::Command::new("mkfifo")
+                    .arg(&file)
+                    .status()
+                    .with_context(|| format!("running mkfifo {}", file.display()))?;
+                ensure!(
+                    status.success(),
+                    "mkfifo {} failed: {status}",
+                    file.display()
+                );
+            }
+        }
         let tmp = self.root.join("..data_tmp");
         if tmp.symlink_metadata().is_ok() {
             std::fs::remove_file(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
