@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 use apis::{PodGroup, Queue};
 use engine::framework::{Event as SchedEvent, EventType, ObjectRef};
@@ -245,17 +246,79 @@ where
 {
     let mut mirror = Mirror::<K>::default();
     let mut stream = std::pin::pin!(stream);
+    let mut failing = ErrorStreak::default();
     while let Some(item) = stream.next().await {
         match item {
             Ok(event) => {
+                if let Some(errors) = failing.recovered() {
+                    tracing::info!(kind = <K as Mirrored>::KIND, errors, "watch recovered");
+                }
                 if mirror.apply(event, &shared) {
                     shared.work.notify_one();
                 }
             }
             Err(e) => {
-                tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch error; retrying with backoff")
+                if failing.failed() {
+                    tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch broken; retrying every second at most until it recovers");
+                } else {
+                    tracing::debug!(kind = <K as Mirrored>::KIND, error = %e, "watch still broken");
+                }
             }
         }
+    }
+}
+
+/// Consecutive watch errors, so that a broken watch logs once when it breaks and once when it
+/// recovers, not at every retry.
+#[derive(Debug, Default)]
+struct ErrorStreak(u64);
+
+impl ErrorStreak {
+    /// Counts an error; true for the first of a streak.
+    fn failed(&mut self) -> bool {
+        self.0 += 1;
+        self.0 == 1
+    }
+
+    /// Ends a streak; the number of errors it had, if there was one.
+    fn recovered(&mut self) -> Option<u64> {
+        let n = std::mem::take(&mut self.0);
+        (n > 0).then_some(n)
+    }
+}
+
+/// Retry delays of a broken watch: 100 ms, doubling to at most 1 s, back to 100 ms once an
+/// event comes through. kube's default grows to 30 s, so a watch broken by a 10 s API server
+/// restart could wait half a minute before it re-listed, and the scheduler worked on a stale
+/// view meanwhile; a retry a second per watch is nothing for an API server that is back.
+#[derive(Debug)]
+struct WatchBackoff {
+    next: Duration,
+}
+
+const WATCH_RETRY_FIRST: Duration = Duration::from_millis(100);
+const WATCH_RETRY_MAX: Duration = Duration::from_secs(1);
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        WatchBackoff {
+            next: WATCH_RETRY_FIRST,
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        let delay = self.next;
+        self.next = (self.next * 2).min(WATCH_RETRY_MAX);
+        Some(delay)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = WATCH_RETRY_FIRST;
     }
 }
 
@@ -273,7 +336,7 @@ where
 {
     let api: Api<K> = Api::all(client);
     watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .map(|r| r.map(|ev| ev.modify(|o| *o = prune(o.clone()))))
 }
 
@@ -290,7 +353,7 @@ where
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
     let mut reported = ReportedProblems::default();
     watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .filter_map(move |r| {
             let converted = match r {
                 Err(e) => Some(Err(e)),

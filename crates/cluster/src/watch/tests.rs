@@ -210,3 +210,25 @@ fn bad_hierarchy_weights_are_reported_once() {
     );
     assert!(rx.try_recv().is_err(), "reported once");
 }
+
+#[test]
+fn a_broken_watch_retries_within_a_second_and_starts_over_after_an_event() {
+    use kube::runtime::utils::Backoff as _;
+    let mut b = WatchBackoff::default();
+    let delays: Vec<u128> = (0..6).map(|_| b.next().expect("delay").as_millis()).collect();
+    assert_eq!(delays, [100, 200, 400, 800, 1000, 1000]);
+    b.reset();
+    assert_eq!(b.next().map(|d| d.as_millis()), Some(100));
+}
+
+#[test]
+fn an_error_streak_is_reported_once_when_it_starts_and_once_when_it_ends() {
+    let mut s = ErrorStreak::default();
+    assert_eq!(s.recovered(), None);
+    assert!(s.failed());
+    assert!(!s.failed());
+    assert!(!s.failed());
+    assert_eq!(s.recovered(), Some(3));
+    assert_eq!(s.recovered(), None);
+    assert!(s.failed());
+}
