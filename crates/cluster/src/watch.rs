@@ -253,13 +253,15 @@ where
                 if let Some(errors) = failing.recovered() {
                     tracing::info!(kind = <K as Mirrored>::KIND, errors, "watch recovered");
                 }
+                shared.watch_working(<K as Mirrored>::KIND);
                 if mirror.apply(event, &shared) {
                     shared.work.notify_one();
                 }
             }
             Err(e) => {
+                shared.watch_failed(<K as Mirrored>::KIND);
                 if failing.failed() {
-                    tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch broken; retrying every second at most until it recovers");
+                    tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch broken; retrying twice a second until it recovers");
                 } else {
                     tracing::debug!(kind = <K as Mirrored>::KIND, error = %e, "watch still broken");
                 }
@@ -287,17 +289,17 @@ impl ErrorStreak {
     }
 }
 
-/// Retry delays of a broken watch: 100 ms, doubling to at most 1 s, back to 100 ms once an
+/// Retry delays of a broken watch: 100 ms, doubling to at most 500 ms, back to 100 ms once an
 /// event comes through. kube's default grows to 30 s, so a watch broken by a 10 s API server
 /// restart could wait half a minute before it re-listed, and the scheduler worked on a stale
-/// view meanwhile; a retry a second per watch is nothing for an API server that is back.
+/// view meanwhile; two retries a second per watch are nothing for an API server that is back.
 #[derive(Debug)]
 struct WatchBackoff {
     next: Duration,
 }
 
 const WATCH_RETRY_FIRST: Duration = Duration::from_millis(100);
-const WATCH_RETRY_MAX: Duration = Duration::from_secs(1);
+const WATCH_RETRY_MAX: Duration = Duration::from_millis(500);
 
 impl Default for WatchBackoff {
     fn default() -> Self {

@@ -47,6 +47,8 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("debug-state", tests::debugstate::debug_state),
     ("leader-pause", tests::fencing::leader_pause),
     ("kill-loop", tests::killloop::kill_loop),
+    // Last: it restarts the API server under every other client of the cluster.
+    ("apiserver-restart", tests::faults::apiserver_restart),
 ];
 
 const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]

@@ -424,6 +424,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // The skipped plugins last reported as events; `None` until the leader first reports.
     let mut reported_skips: Option<Vec<String>> = None;
     let mut invariants = cluster::invariants::InvariantTracker::default();
+    let mut sessions_paused = false;
     metrics.set_skipped_plugins(&conf.current().skipped_plugins);
     loop {
         if *shutdown.borrow() {
@@ -499,6 +500,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         while let Ok(ev) = problems_rx.try_recv() {
             executor.publish(&ev).await;
+        }
+
+        // No session on a view that is going stale: wait while a watch is broken (its retries
+        // come at least once a second; see `Shared::broken_watches`).
+        let broken = shared.broken_watches();
+        if !broken.is_empty() {
+            if !sessions_paused {
+                tracing::warn!(kinds = ?broken, "watches broken; sessions paused until they recover");
+                sessions_paused = true;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+            continue;
+        }
+        if sessions_paused {
+            tracing::info!("watches working again; sessions resume");
+            sessions_paused = false;
         }
 
         // One session, off the async worker threads.

@@ -104,8 +104,16 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(format: LogFormat, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    // kube's client logs every failed request at error level; each failure is already reported
+    // once by our own code (bind failed, status not written, watch broken), and during an API
+    // server outage the duplicates ran to thousands of lines. RUST_LOG naming kube_client
+    // brings them back.
+    let asked = std::env::var("RUST_LOG").is_ok_and(|v| v.contains("kube_client"));
+    if !asked && let Ok(quiet) = "kube_client::client::builder=off".parse() {
+        filter = filter.add_directive(quiet);
+    }
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
