@@ -217,6 +217,9 @@ fn self_reference(args: &RunArgs) -> ObjectRef {
     }
 }
 
+/// Sessions whose events may be queued at once (see the session loop).
+const MAX_EVENT_BATCHES: usize = 4;
+
 /// Logs and counts runtime invariant violations (docs/operations.md).
 fn report_violations(metrics: &Metrics, found: Vec<engine::state::invariants::Violation>) {
     for v in found {
@@ -425,6 +428,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut reported_skips: Option<Vec<String>> = None;
     let mut invariants = cluster::invariants::InvariantTracker::default();
     let mut sessions_paused = false;
+    let event_batches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     metrics.set_skipped_plugins(&conf.current().skipped_plugins);
     loop {
         if *shutdown.borrow() {
@@ -599,13 +603,35 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         // session close. A session compares against what the watches show; writes still
         // waiting for the rate limiter would be decided again by every following session, pile
         // up without bound, starve the binds and land out of order.
+        // Events go in the background too: they take the rate limit's tokens last, and a
+        // session waiting for them would hold back the next session's status writes (a
+        // PodGroup's phase would lag its binds by seconds at a low --kube-api-qps). At most
+        // MAX_EVENT_BATCHES sessions' events are in flight; a session beyond that drops its own.
         let mut decisions = decisions;
         let binds = engine::framework::Decisions {
             binds: std::mem::take(&mut decisions.binds),
             ..Default::default()
         };
+        let events = std::mem::take(&mut decisions.events);
         let ex = executor.clone();
         in_flight.spawn(async move { ex.execute(binds).await });
+        if !events.is_empty() {
+            if event_batches.load(Ordering::SeqCst) < MAX_EVENT_BATCHES {
+                event_batches.fetch_add(1, Ordering::SeqCst);
+                let (ex, batches) = (executor.clone(), event_batches.clone());
+                in_flight.spawn(async move {
+                    for ev in &events {
+                        ex.publish(ev).await;
+                    }
+                    batches.fetch_sub(1, Ordering::SeqCst);
+                });
+            } else {
+                tracing::debug!(
+                    events = events.len(),
+                    "events of earlier sessions still queued; this session's are dropped"
+                );
+            }
+        }
         let ex = executor.clone();
         let mut writes = tokio::spawn(async move { ex.execute(decisions).await });
         tokio::select! {
