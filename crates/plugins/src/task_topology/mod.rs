@@ -96,13 +96,15 @@ impl TaskTopology {
         node: NodeId,
     ) -> Option<(i64, &JobManager)> {
         let t = ssn.task(task);
+        // Most jobs have no topology: nothing to compute for them on any node. (Volcano checks
+        // the fit first; both paths score 0, so the order does not change a score.)
+        let manager = self.managers.get(&t.job?)?;
         let n = ssn.node(node);
         let mut room = n.idle.clone();
         room.add(&n.releasing);
         if room.less_partly(t.resreq(), DimensionDefault::Zero) {
             return None;
         }
-        let manager = self.managers.get(&t.job?)?;
         let Some(bucket) = manager.bucket(task) else {
             return Some((0, manager));
         };
