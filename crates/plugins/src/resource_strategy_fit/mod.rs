@@ -20,7 +20,7 @@ pub mod sra;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use engine::conf::{ArgValue, ArgWarning, Arguments, clamp_weight, shorten};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
@@ -411,7 +411,13 @@ pub struct ResourceStrategyFit {
     pub sra: SraWeights,
     /// `None` unless `proportional.enable`.
     pub proportional: Option<Proportional>,
+    /// The strategies of the session's pods that choose their own (read once per session, not
+    /// at every node scored); a pod not here uses the configured table.
+    pod_strategies: HashMap<TaskId, PodStrategy>,
 }
+
+/// The strategy of a pod without the scoring-type annotation.
+static CONFIGURED: PodStrategy = PodStrategy::Configured;
 
 impl ResourceStrategyFit {
     pub fn from_arguments(args: &Arguments) -> Self {
@@ -423,6 +429,7 @@ impl ResourceStrategyFit {
             strategy: StrategyConfig::read(args, warnings),
             sra: SraWeights::read(args.get(SRA_KEY), warnings),
             proportional: Proportional::read(args.get(PROPORTIONAL_KEY), warnings),
+            pod_strategies: HashMap::new(),
         }
     }
 
@@ -451,6 +458,17 @@ impl Plugin for ResourceStrategyFit {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
+        if self.strategy.weight > 0 {
+            self.pod_strategies = ssn
+                .tasks
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| match PodStrategy::of(&t.spec.pod) {
+                    PodStrategy::Configured => None,
+                    own => Some((TaskId::from_index(i), own)),
+                })
+                .collect();
+        }
         if self.sra.weight > 0 && tracing::enabled!(tracing::Level::DEBUG) {
             let missing: Vec<&str> = self
                 .sra
@@ -505,8 +523,8 @@ impl Plugin for ResourceStrategyFit {
         let (t, n) = (ssn.task(task), ssn.node(node));
         let mut score = 0.0;
         if self.strategy.weight > 0 {
-            let pod = PodStrategy::of(&t.spec.pod);
-            score += strategy_score(&self.strategy, &pod, t.resreq(), n.allocatable(), &n.used);
+            let pod = self.pod_strategies.get(&task).unwrap_or(&CONFIGURED);
+            score += strategy_score(&self.strategy, pod, t.resreq(), n.allocatable(), &n.used);
         }
         if self.sra.weight > 0 {
             score += sra::sra_score(t.resreq(), n.allocatable(), &self.sra);

@@ -389,6 +389,29 @@ fn plugin_scores_extended_resources() {
     );
 }
 
+/// A pod's own strategy (annotations, F9) is read at session open and used when its nodes are
+/// scored; its neighbour without annotations keeps the configured table.
+#[test]
+fn plugin_uses_the_pods_own_strategy_from_its_annotations() {
+    let mut c = TestCluster::new();
+    c.node("n1", json!({"cpu": "10", "memory": "10Gi", "pods": "10"}));
+    c.pod_group(pod_group("c1", "pg1", 0));
+    let requests = json!({"cpu": "5", "memory": "2Gi"});
+    let mut own = pod("c1", "own", Some("pg1"), "Pending", None, requests.clone());
+    own["metadata"]["annotations"][apis::keys::RESOURCE_STRATEGY_SCORING_TYPE] =
+        json!("MostAllocated");
+    own["metadata"]["annotations"][apis::keys::RESOURCE_STRATEGY_WEIGHT] = json!(r#"{"cpu": 2}"#);
+    c.pod(own);
+    pending_pod(&mut c, "plain", requests);
+    let ssn = session(&c, json!({}));
+    // own: cpu only, MostAllocated: 5/10 → 0.5 × 100 × 10. plain: cpu and memory
+    // LeastAllocated weight 1: (0.5 + 0.8) / 2 × 100 × 10.
+    check_scores(
+        &ssn,
+        &[("c1/own", &[("n1", 500.0)]), ("c1/plain", &[("n1", 650.0)])],
+    );
+}
+
 // ---- Test_findResourceConfigWithPrefix ----------------------------------------------------------
 
 #[test]
