@@ -217,8 +217,105 @@ fn self_reference(args: &RunArgs) -> ObjectRef {
     }
 }
 
+/// Serves `/debug/state`: the state and the configuration in force, read at each request.
+async fn serve_debug_state(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    conf: watch::Receiver<Arc<engine::conf::SchedulerConf>>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let addr = listener.local_addr().ok();
+    let dump: http::DumpFn = Arc::new(move || {
+        let conf = conf.borrow().clone();
+        cluster::dump::dump_yaml(&shared.lock(), Some(&conf))
+    });
+    if let Err(e) = http::serve_debug_on(listener, dump, shutdown).await {
+        tracing::error!(address = ?addr, error = %e, "debug state server failed");
+    }
+}
+
 /// Sessions whose events may be queued at once (see the session loop).
 const MAX_EVENT_BATCHES: usize = 4;
+
+/// Logs, counts and publishes what the configuration reader found; true when a new
+/// configuration was applied.
+async fn report_config_outcomes(
+    outcomes: Vec<ReloadOutcome>,
+    metrics: &Metrics,
+    executor: &Executor,
+    self_ref: &ObjectRef,
+) -> bool {
+    let mut applied = false;
+    for outcome in outcomes {
+        match outcome {
+            ReloadOutcome::Applied { warnings } => {
+                for w in &warnings {
+                    tracing::warn!(warning = %w, "scheduler configuration");
+                }
+                tracing::info!("scheduler configuration reloaded");
+                metrics.config_reload(true);
+                applied = true;
+            }
+            ReloadOutcome::Refused { error } => {
+                tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
+                metrics.config_reload(false);
+                executor
+                    .publish(&SchedEvent {
+                        object: self_ref.clone(),
+                        type_: EventType::Warning,
+                        reason: "ConfigRefused".into(),
+                        message: error,
+                    })
+                    .await;
+            }
+        }
+    }
+    applied
+}
+
+/// Runs the state invariants off the async threads and reports what is new.
+async fn check_state_invariants(
+    shared: &Shared,
+    tracker: &mut cluster::invariants::InvariantTracker,
+    metrics: &Metrics,
+) {
+    let snapshot = shared.snapshot();
+    if let Ok(found) =
+        tokio::task::spawn_blocking(move || engine::state::invariants::check_state(&snapshot)).await
+    {
+        report_violations(metrics, tracker.observe_state(found, Instant::now()));
+    }
+}
+
+/// Publishes a session's events without holding up the loop: they take the rate limit's
+/// tokens last, and a session waiting for them would hold back the next session's status
+/// writes. At most [`MAX_EVENT_BATCHES`] sessions' events are queued; beyond that a session's
+/// own are dropped.
+fn publish_in_background(
+    in_flight: &mut tokio::task::JoinSet<()>,
+    executor: &Arc<Executor>,
+    batches: &Arc<std::sync::atomic::AtomicUsize>,
+    events: Vec<SchedEvent>,
+) {
+    if events.is_empty() {
+        return;
+    }
+    if batches.load(Ordering::SeqCst) >= MAX_EVENT_BATCHES {
+        tracing::debug!(
+            events = events.len(),
+            "events of earlier sessions still queued; this session's are dropped"
+        );
+        return;
+    }
+    batches.fetch_add(1, Ordering::SeqCst);
+    let (ex, batches) = (executor.clone(), batches.clone());
+    in_flight.spawn(async move {
+        for ev in &events {
+            ex.publish(ev).await;
+        }
+        batches.fetch_sub(1, Ordering::SeqCst);
+    });
+}
 
 /// Logs and counts runtime invariant violations (docs/operations.md).
 fn report_violations(metrics: &Metrics, found: Vec<engine::state::invariants::Violation>) {
@@ -315,20 +412,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         });
     }
     if let Some(addr) = debug_addr {
-        let dump_state = shared.clone();
-        let dump: http::DumpFn = Arc::new(move || {
-            let conf = conf_rx.borrow().clone();
-            cluster::dump::dump_yaml(&dump_state.lock(), Some(&conf))
-        });
         let listener = http::bind(addr)
             .await
             .with_context(|| format!("--debug-state-address {addr}"))?;
-        let rx = shutdown_rx.clone();
-        servers.spawn(async move {
-            if let Err(e) = http::serve_debug_on(listener, dump, wait_shutdown(rx)).await {
-                tracing::error!(address = %addr, error = %e, "debug state server failed");
-            }
-        });
+        servers.spawn(serve_debug_state(
+            listener,
+            shared.clone(),
+            conf_rx,
+            wait_shutdown(shutdown_rx.clone()),
+        ));
     }
     {
         let (h, rx) = (health.clone(), shutdown_rx.clone());
@@ -455,31 +547,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 
         // Configuration reload: the background thread read and parsed the file; what it
         // accepted applies from this session on.
-        let mut applied = false;
-        for outcome in conf.poll() {
-            match outcome {
-                ReloadOutcome::Applied { warnings } => {
-                    for w in &warnings {
-                        tracing::warn!(warning = %w, "scheduler configuration");
-                    }
-                    tracing::info!("scheduler configuration reloaded");
-                    metrics.config_reload(true);
-                    applied = true;
-                }
-                ReloadOutcome::Refused { error } => {
-                    tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
-                    metrics.config_reload(false);
-                    executor
-                        .publish(&SchedEvent {
-                            object: self_ref.clone(),
-                            type_: EventType::Warning,
-                            reason: "ConfigRefused".into(),
-                            message: error,
-                        })
-                        .await;
-                }
-            }
-        }
+        let applied = report_config_outcomes(conf.poll(), &metrics, &executor, &self_ref).await;
         let current = conf.current();
         if applied {
             metrics.set_skipped_plugins(&current.skipped_plugins);
@@ -578,35 +646,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             ms = total.as_millis() as u64,
             "session"
         );
+        let binds: Vec<(&str, &str)> = decisions
+            .binds
+            .iter()
+            .map(|b| (b.pod.as_str(), b.node.as_str()))
+            .collect();
         report_violations(
             &metrics,
-            engine::state::invariants::check_binds(
-                &shared.lock(),
-                decisions
-                    .binds
-                    .iter()
-                    .map(|b| (b.pod.as_str(), b.node.as_str())),
-            ),
+            engine::state::invariants::check_binds(&shared.lock(), binds),
         );
         executor.assume(&decisions);
         // Sessions run at least once a period, so this is also the periodic check.
-        let snapshot = shared.snapshot();
-        if let Ok(found) =
-            tokio::task::spawn_blocking(move || engine::state::invariants::check_state(&snapshot))
-                .await
-        {
-            report_violations(&metrics, invariants.observe_state(found, Instant::now()));
-        }
+        check_state_invariants(&shared, &mut invariants, &metrics).await;
         // Binds run in the background: they are assumed in the state, so no later session
         // decides them again. The other writes (PodGroup and Queue status, pod conditions,
         // evictions, events) finish before the next session, as Volcano writes job status at
         // session close. A session compares against what the watches show; writes still
         // waiting for the rate limiter would be decided again by every following session, pile
         // up without bound, starve the binds and land out of order.
-        // Events go in the background too: they take the rate limit's tokens last, and a
-        // session waiting for them would hold back the next session's status writes (a
-        // PodGroup's phase would lag its binds by seconds at a low --kube-api-qps). At most
-        // MAX_EVENT_BATCHES sessions' events are in flight; a session beyond that drops its own.
+        // Events go in the background too (see `publish_in_background`).
         let mut decisions = decisions;
         let binds = engine::framework::Decisions {
             binds: std::mem::take(&mut decisions.binds),
@@ -615,23 +673,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         let events = std::mem::take(&mut decisions.events);
         let ex = executor.clone();
         in_flight.spawn(async move { ex.execute(binds).await });
-        if !events.is_empty() {
-            if event_batches.load(Ordering::SeqCst) < MAX_EVENT_BATCHES {
-                event_batches.fetch_add(1, Ordering::SeqCst);
-                let (ex, batches) = (executor.clone(), event_batches.clone());
-                in_flight.spawn(async move {
-                    for ev in &events {
-                        ex.publish(ev).await;
-                    }
-                    batches.fetch_sub(1, Ordering::SeqCst);
-                });
-            } else {
-                tracing::debug!(
-                    events = events.len(),
-                    "events of earlier sessions still queued; this session's are dropped"
-                );
-            }
-        }
+        publish_in_background(&mut in_flight, &executor, &event_batches, events);
         let ex = executor.clone();
         let mut writes = tokio::spawn(async move { ex.execute(decisions).await });
         tokio::select! {
