@@ -303,13 +303,11 @@ impl Session {
 
     /// `JobEnqueueable`: tier-aware vote.
     pub fn job_enqueueable(&self, job: JobId) -> bool {
-        self.tiered_vote(EP::JOB_ENQUEUEABLE, Gate::JobEnqueued, |p| {
-            p.job_enqueueable(&self.state, job)
-        })
+        self.job_enqueueable_or_reason(job).is_ok()
     }
 
-    /// `JobEnqueueable` that also says why: `Err(reason)` when a plugin rejected the job, with
-    /// that plugin's explanation (empty when it gives none).
+    /// `JobEnqueueable` (tier-aware vote) that also says why: `Err(reason)` when a plugin
+    /// rejected the job, with that plugin's explanation (empty when it gives none).
     pub fn job_enqueueable_or_reason(&self, job: JobId) -> Result<(), String> {
         match self.tiered_vote_rejector(EP::JOB_ENQUEUEABLE, Gate::JobEnqueued, |p| {
             p.job_enqueueable(&self.state, job)
