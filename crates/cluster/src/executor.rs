@@ -14,7 +14,8 @@
 //!   an unschedulable job does not cost an API write every cycle.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use apis::{PodGroup, Queue};
@@ -34,6 +35,7 @@ use serde_json::json;
 use crate::leader::Fence;
 use crate::metrics::Metrics;
 use crate::ratelimit::{RateLimiter, WriteClass};
+use crate::scheduler::WriteSink;
 use crate::shared::Shared;
 
 /// How often an identical event (same object, reason and message) may be published again.
@@ -60,7 +62,17 @@ pub struct Executor {
     recent_events: Mutex<HashMap<(String, String, String), Instant>>,
     /// Every write checks it just before it is sent.
     fence: Fence,
+    /// Writes that outlive [`WriteSink::write`]'s future: binds, events, and status writes
+    /// whose caller went away. [`WriteSink::drain`] waits for them.
+    background: Mutex<tokio::task::JoinSet<()>>,
+    /// Sessions whose events are queued (see [`MAX_EVENT_BATCHES`]).
+    event_batches: Arc<AtomicUsize>,
 }
+
+/// Sessions whose events may be queued at once; beyond that a session's own are dropped.
+/// Events take the rate limit's tokens last, and a session waiting for them would hold back the
+/// next session's status writes.
+pub const MAX_EVENT_BATCHES: usize = 4;
 
 /// Why a write was not done.
 #[derive(Debug)]
@@ -113,7 +125,42 @@ impl Executor {
             cfg,
             fence,
             recent_events: Mutex::new(HashMap::new()),
+            background: Mutex::new(tokio::task::JoinSet::new()),
+            event_batches: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Runs `write` in the background, tracked for [`WriteSink::drain`].
+    fn spawn_tracked(&self, write: impl std::future::Future<Output = ()> + Send + 'static) {
+        let mut set = self
+            .background
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while set.try_join_next().is_some() {}
+        set.spawn(write);
+    }
+
+    /// Queues a session's events behind everything else, unless [`MAX_EVENT_BATCHES`]
+    /// sessions' events are still queued.
+    fn publish_in_background(self: &Arc<Self>, events: Vec<SchedEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        if self.event_batches.load(Ordering::SeqCst) >= MAX_EVENT_BATCHES {
+            tracing::debug!(
+                events = events.len(),
+                "events of earlier sessions still queued; this session's are dropped"
+            );
+            return;
+        }
+        self.event_batches.fetch_add(1, Ordering::SeqCst);
+        let me = Arc::clone(self);
+        self.spawn_tracked(async move {
+            for ev in &events {
+                Executor::publish(&me, ev).await;
+            }
+            me.event_batches.fetch_sub(1, Ordering::SeqCst);
+        });
     }
 
     /// Marks every decided bind as done in the shared state. Call it right after the session
@@ -190,7 +237,7 @@ impl Executor {
             .collect());
         futures::join!(binds, statuses, conditions, queues, evicted);
         for ev in &events {
-            self.publish(ev).await;
+            Executor::publish(&self, ev).await;
         }
     }
 
@@ -506,6 +553,76 @@ impl Executor {
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&key);
         }
+    }
+}
+
+/// The executor's write policy. Binds run in the background: they are assumed in the state,
+/// so no later session decides them again. The other writes (PodGroup and Queue status, pod
+/// conditions, evictions) finish before the next session, as Volcano writes job status at
+/// session close: a session compares against what the watches show, and writes still waiting
+/// for the rate limiter would be decided again by every following session, pile up without
+/// bound, starve the binds and land out of order. Events go last, in the background.
+impl WriteSink for Arc<Executor> {
+    fn assume(&self, decisions: &Decisions) {
+        Executor::assume(self, decisions);
+    }
+
+    fn write(&self, mut decisions: Decisions) -> futures::future::BoxFuture<'static, ()> {
+        let binds = Decisions {
+            binds: std::mem::take(&mut decisions.binds),
+            ..Default::default()
+        };
+        let events = std::mem::take(&mut decisions.events);
+        let me = Arc::clone(self);
+        self.spawn_tracked(async move { me.execute(binds).await });
+        self.publish_in_background(events);
+        // Tracked too, so that a caller that stops waiting (shutdown) still drains them.
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+        let me = Arc::clone(self);
+        self.spawn_tracked(async move {
+            me.execute(decisions).await;
+            let _ = done_tx.send(());
+        });
+        Box::pin(async move {
+            let _ = done_rx.await;
+        })
+    }
+
+    fn publish(&self, event: SchedEvent) -> futures::future::BoxFuture<'static, ()> {
+        let me = Arc::clone(self);
+        Box::pin(async move { Executor::publish(&me, &event).await })
+    }
+
+    fn ensure_queue(
+        &self,
+        name: &str,
+        reclaimable: bool,
+    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let (me, name) = (Arc::clone(self), name.to_string());
+        Box::pin(async move {
+            me.limiter.acquire_for(WriteClass::Status).await;
+            if !me.fence.holds() {
+                me.metrics.write_fenced("queue create");
+                return Err(WriteError::Fenced.to_string());
+            }
+            crate::queues::ensure_queue(&me.client, &name, reclaimable)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn drain(&self, within: Duration) -> futures::future::BoxFuture<'static, bool> {
+        let mut set = std::mem::take(
+            &mut *self
+                .background
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        Box::pin(async move {
+            let all = async { while set.join_next().await.is_some() {} };
+            tokio::time::timeout(within, all).await.is_ok()
+        })
     }
 }
 

@@ -8,6 +8,8 @@
 //! * [`leader`]: leader election on a coordination.k8s.io Lease.
 //! * [`conf_watch`]: the scheduler configuration file with hot reload.
 //! * [`metrics`], [`http`]: Volcano's Prometheus metrics and the metrics/health HTTP servers.
+//! * [`scheduler`]: the scheduling loop (one cycle: configuration, session, assume, write),
+//!   writing through a [`scheduler::WriteSink`] — the executor here, memory in the simulator.
 //! * [`invariants`]: the runtime invariant checker's reporting (once per finding, with grace).
 
 pub mod conf_watch;
@@ -19,5 +21,6 @@ pub mod leader;
 pub mod metrics;
 pub mod queues;
 pub mod ratelimit;
+pub mod scheduler;
 pub mod shared;
 pub mod watch;

@@ -12,18 +12,19 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use cluster::conf_watch::{ConfSource, ReloadOutcome};
+use cluster::conf_watch::ConfSource;
 use cluster::executor::{Executor, ExecutorConfig};
 use cluster::http::{self, Health};
 use cluster::leader::{self, LeaderConfig};
 use cluster::metrics::Metrics;
 use cluster::ratelimit::RateLimiter;
+use cluster::scheduler::{Scheduler, SchedulerParts, WriteSink};
 use cluster::shared::Shared;
 use engine::conf::KnownNames;
-use engine::framework::{Event as SchedEvent, EventType, ObjectRef, Session, SessionOptions};
+use engine::framework::{Event as SchedEvent, ObjectRef, SessionOptions};
 use engine::state::{ClusterState, StateOptions};
 use kube::Client;
 use tokio::sync::{mpsc, watch};
@@ -234,127 +235,6 @@ async fn serve_debug_state(
     }
 }
 
-/// Sessions whose events may be queued at once (see the session loop).
-const MAX_EVENT_BATCHES: usize = 4;
-
-/// Logs, counts and publishes what the configuration reader found; true when a new
-/// configuration was applied.
-async fn report_config_outcomes(
-    outcomes: Vec<ReloadOutcome>,
-    metrics: &Metrics,
-    executor: &Executor,
-    self_ref: &ObjectRef,
-) -> bool {
-    let mut applied = false;
-    for outcome in outcomes {
-        match outcome {
-            ReloadOutcome::Applied { warnings } => {
-                for w in &warnings {
-                    tracing::warn!(warning = %w, "scheduler configuration");
-                }
-                tracing::info!("scheduler configuration reloaded");
-                metrics.config_reload(true);
-                applied = true;
-            }
-            ReloadOutcome::Refused { error } => {
-                tracing::error!(%error, "scheduler configuration refused; the previous one stays in force");
-                metrics.config_reload(false);
-                executor
-                    .publish(&SchedEvent {
-                        object: self_ref.clone(),
-                        type_: EventType::Warning,
-                        reason: "ConfigRefused".into(),
-                        message: error,
-                    })
-                    .await;
-            }
-        }
-    }
-    applied
-}
-
-/// Runs the state invariants off the async threads and reports what is new.
-async fn check_state_invariants(
-    shared: &Shared,
-    tracker: &mut cluster::invariants::InvariantTracker,
-    metrics: &Metrics,
-) {
-    let snapshot = shared.snapshot();
-    if let Ok(found) =
-        tokio::task::spawn_blocking(move || engine::state::invariants::check_state(&snapshot)).await
-    {
-        report_violations(metrics, tracker.observe_state(found, Instant::now()));
-    }
-}
-
-/// Publishes a session's events without holding up the loop: they take the rate limit's
-/// tokens last, and a session waiting for them would hold back the next session's status
-/// writes. At most [`MAX_EVENT_BATCHES`] sessions' events are queued; beyond that a session's
-/// own are dropped.
-fn publish_in_background(
-    in_flight: &mut tokio::task::JoinSet<()>,
-    executor: &Arc<Executor>,
-    batches: &Arc<std::sync::atomic::AtomicUsize>,
-    events: Vec<SchedEvent>,
-) {
-    if events.is_empty() {
-        return;
-    }
-    if batches.load(Ordering::SeqCst) >= MAX_EVENT_BATCHES {
-        tracing::debug!(
-            events = events.len(),
-            "events of earlier sessions still queued; this session's are dropped"
-        );
-        return;
-    }
-    batches.fetch_add(1, Ordering::SeqCst);
-    let (ex, batches) = (executor.clone(), batches.clone());
-    in_flight.spawn(async move {
-        for ev in &events {
-            ex.publish(ev).await;
-        }
-        batches.fetch_sub(1, Ordering::SeqCst);
-    });
-}
-
-/// Logs and counts runtime invariant violations (docs/operations.md).
-fn report_violations(metrics: &Metrics, found: Vec<engine::state::invariants::Violation>) {
-    for v in found {
-        tracing::error!(
-            kind = v.kind.as_str(),
-            subject = %v.subject,
-            detail = %v.detail,
-            "invariant violation"
-        );
-        metrics.invariant_violation(v.kind.as_str());
-    }
-}
-
-/// One Warning event per plugin the configuration names but this build lacks, so that
-/// `kubectl get events` shows why a policy the file asks for does not apply.
-fn skipped_plugin_events(
-    object: &ObjectRef,
-    file: Option<&std::path::Path>,
-    skipped: &[String],
-) -> Vec<SchedEvent> {
-    let file = file.map_or_else(
-        || "<embedded default>".to_string(),
-        |p| p.display().to_string(),
-    );
-    skipped
-        .iter()
-        .map(|name| SchedEvent {
-            object: object.clone(),
-            type_: EventType::Warning,
-            reason: "PluginSkipped".into(),
-            message: format!(
-                "{file}: plugin {name:?} is not provided by volcano-rs; it is skipped and the \
-                 rest of the configuration runs (--strict-config refuses such a file)"
-            ),
-        })
-        .collect()
-}
-
 /// Runs the daemon until SIGTERM/SIGINT.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let registry = plugins::registry();
@@ -365,7 +245,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         strict: args.strict_config,
         check_arguments: Some(plugins::check_arguments),
     };
-    let mut conf = ConfSource::load(args.scheduler_conf.clone(), &known)?;
+    let conf = ConfSource::load(args.scheduler_conf.clone(), &known)?;
     let listen = parse_addr(&args.listen_address)?;
     let debug_addr = parse_debug_addr(&args.debug_state_address)?;
     let healthz = parse_addr(&args.healthz_address)?;
@@ -436,12 +316,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
 
     // Watchers.
-    let (problems_tx, mut problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
+    let (problems_tx, problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
     let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);
 
     // Leader election. The lease is released only after in-flight writes have drained, so a
     // standby never writes while we still do.
-    let (leader_tx, mut leader_rx) = watch::channel(!args.leader_elect);
+    let (leader_tx, leader_rx) = watch::channel(!args.leader_elect);
     // Every write checks it: only a replica that renewed its Lease within the renew deadline
     // writes, whatever the session loop believes.
     let fence = if args.leader_elect {
@@ -511,198 +391,28 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     health.synced.store(true, Ordering::SeqCst);
     tracing::info!("caches synced");
 
-    let mut in_flight = tokio::task::JoinSet::new();
-    let mut seen = SeenSeries::default();
-    let mut queues_ensured = false;
-    let mut cycle: u64 = 0;
-    let self_ref = self_reference(&args);
-    // The skipped plugins last reported as events; `None` until the leader first reports.
-    let mut reported_skips: Option<Vec<String>> = None;
-    let mut invariants = cluster::invariants::InvariantTracker::default();
-    let mut sessions_paused = false;
-    let event_batches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    metrics.set_skipped_plugins(&conf.current().skipped_plugins);
-    loop {
-        if *shutdown.borrow() {
-            break;
-        }
-        // The elector only ends on shutdown; if it died (a panic), nobody renews or gives up
-        // the Lease for us any more: stop, so that a restart campaigns again.
-        if elector.as_ref().is_some_and(|e| e.is_finished()) {
-            anyhow::bail!("the leader election task ended unexpectedly; exiting");
-        }
-        let leading = *leader_rx.borrow();
-        health.leader.store(leading, Ordering::SeqCst);
-        metrics.set_leader(leading);
-        if !leading {
-            queues_ensured = false;
-            // Standby: keep the state warm, drop problem reports (the leader reports them).
-            while problems_rx.try_recv().is_ok() {}
-            tokio::select! {
-                _ = leader_rx.changed() => {}
-                _ = shutdown.wait_for(|s| *s) => break,
-            }
-            continue;
-        }
-
-        // Configuration reload: the background thread read and parsed the file; what it
-        // accepted applies from this session on.
-        let applied = report_config_outcomes(conf.poll(), &metrics, &executor, &self_ref).await;
-        let current = conf.current();
-        if applied {
-            metrics.set_skipped_plugins(&current.skipped_plugins);
-            conf_tx.send_replace(current.clone());
-            // The new configuration may need a queue the old one did not (`root`).
-            queues_ensured = false;
-        }
-        if reported_skips.as_ref() != Some(&current.skipped_plugins) {
-            for event in skipped_plugin_events(&self_ref, conf.path(), &current.skipped_plugins) {
-                executor.publish(&event).await;
-            }
-            reported_skips = Some(current.skipped_plugins.clone());
-        }
-        if !queues_ensured {
-            queues_ensured = true;
-            for (name, reclaimable) in wanted_queues(&args.default_queue, &current) {
-                if let Err(e) = cluster::queues::ensure_queue(&client, &name, reclaimable).await {
-                    tracing::warn!(queue = %name, error = %e, "could not ensure queue; retrying next cycle");
-                    queues_ensured = false;
-                }
-            }
-        }
-        while let Ok(ev) = problems_rx.try_recv() {
-            executor.publish(&ev).await;
-        }
-
-        // No session on a view that is going stale: wait while a watch is broken (its retries
-        // come at least once a second; see `Shared::broken_watches`).
-        let broken = shared.broken_watches();
-        if !broken.is_empty() {
-            if !sessions_paused {
-                tracing::warn!(kinds = ?broken, "watches broken; sessions paused until they recover");
-                sessions_paused = true;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                _ = shutdown.wait_for(|s| *s) => break,
-            }
-            continue;
-        }
-        if sessions_paused {
-            tracing::info!("watches working again; sessions resume");
-            sessions_paused = false;
-        }
-
-        // One session, off the async worker threads.
-        cycle += 1;
-        let snapshot = shared.snapshot();
-        let (reg, opts) = (registry.clone(), session_options.clone());
-        let uid = format!("{identity}-{cycle}");
-        let now = k8s_openapi::jiff::Timestamp::now();
-        let session = tokio::task::spawn_blocking(move || {
-            let start = Instant::now();
-            let clock: engine::framework::Clock = Arc::new(move || start.elapsed());
-            let mut ssn =
-                Session::open_timed(&snapshot, current, &reg, opts, now, uid, Some(clock));
-            let opened = start.elapsed();
-            let timings = engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
-            let decisions = ssn.close();
-            (decisions, opened, timings, start.elapsed())
-        })
-        .await;
-        let (decisions, opened, timings, total) = match session {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!(error = %e, "session failed; next one in a period");
-                metrics.session_failed();
-                tokio::time::sleep(args.schedule_period).await;
-                continue;
-            }
-        };
-        metrics.observe_session(opened, &timings, total);
-        for t in &decisions.plugin_timings {
-            metrics.observe_plugin(&t.plugin, t.on_session, t.duration);
-        }
-        metrics.record_decisions(&decisions);
-        record_job_and_queue_lifecycle(&metrics, &decisions, &mut seen, now);
-        {
-            let state = shared.lock();
-            for b in &decisions.binds {
-                if let Some(created) = state.pod(&b.pod).and_then(|p| p.creation)
-                    && let Ok(age) = Duration::try_from(now.duration_since(created))
-                {
-                    metrics.observe_task_stage(cluster::metrics::TaskStage::Assumed, age);
-                }
-            }
-        }
-        if !*leader_rx.borrow() {
-            tracing::warn!("leadership lost during the session; its decisions are dropped");
-            continue;
-        }
-        tracing::debug!(
-            cycle,
-            binds = decisions.binds.len(),
-            evictions = decisions.evictions.len(),
-            ms = total.as_millis() as u64,
-            "session"
-        );
-        let binds: Vec<(&str, &str)> = decisions
-            .binds
-            .iter()
-            .map(|b| (b.pod.as_str(), b.node.as_str()))
-            .collect();
-        report_violations(
-            &metrics,
-            engine::state::invariants::check_binds(&shared.lock(), binds),
-        );
-        executor.assume(&decisions);
-        // Sessions run at least once a period, so this is also the periodic check.
-        check_state_invariants(&shared, &mut invariants, &metrics).await;
-        // Binds run in the background: they are assumed in the state, so no later session
-        // decides them again. The other writes (PodGroup and Queue status, pod conditions,
-        // evictions, events) finish before the next session, as Volcano writes job status at
-        // session close. A session compares against what the watches show; writes still
-        // waiting for the rate limiter would be decided again by every following session, pile
-        // up without bound, starve the binds and land out of order.
-        // Events go in the background too (see `publish_in_background`).
-        let mut decisions = decisions;
-        let binds = engine::framework::Decisions {
-            binds: std::mem::take(&mut decisions.binds),
-            ..Default::default()
-        };
-        let events = std::mem::take(&mut decisions.events);
-        let ex = executor.clone();
-        in_flight.spawn(async move { ex.execute(binds).await });
-        publish_in_background(&mut in_flight, &executor, &event_batches, events);
-        let ex = executor.clone();
-        let mut writes = tokio::spawn(async move { ex.execute(decisions).await });
-        tokio::select! {
-            _ = &mut writes => {}
-            _ = shutdown.wait_for(|s| *s) => {
-                // Drained with the binds below.
-                in_flight.spawn(async move {
-                    let _ = writes.await;
-                });
-                break;
-            }
-        }
-        while in_flight.try_join_next().is_some() {}
-
-        // Next session after the period, or sooner when pending work arrives (debounced).
-        tokio::select! {
-            _ = tokio::time::sleep(args.schedule_period) => {}
-            _ = shared.work.notified() => tokio::time::sleep(Duration::from_millis(20)).await,
-            _ = shutdown.wait_for(|s| *s) => break,
-            _ = leader_rx.changed() => {}
-        }
-    }
+    let sink: Arc<dyn WriteSink> = Arc::new(executor.clone());
+    let mut scheduler = Scheduler::new(SchedulerParts {
+        shared: shared.clone(),
+        sink: sink.clone(),
+        conf,
+        registry,
+        session_options,
+        leader: Box::new(leader_rx),
+        metrics: metrics.clone(),
+        clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+        identity,
+        default_queue: args.default_queue.clone(),
+        self_ref: self_reference(&args),
+        period: args.schedule_period,
+    })
+    .with_problems(problems_rx)
+    .with_health(health.clone())
+    .with_conf_updates(conf_tx);
+    let result = scheduler.run(shutdown_rx.clone()).await;
 
     // Shutdown: let in-flight writes finish (bounded), then release the lease.
-    let drain = async { while in_flight.join_next().await.is_some() {} };
-    if tokio::time::timeout(Duration::from_secs(10), drain)
-        .await
-        .is_err()
-    {
+    if !sink.drain(Duration::from_secs(10)).await {
         tracing::warn!("in-flight writes did not finish within 10s");
     }
     let _ = release_tx.send(true);
@@ -714,73 +424,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     signal.abort();
     servers.abort_all();
-    Ok(())
-}
-
-/// Queues and jobs reported by the previous session, to delete the series of those that are gone.
-#[derive(Default)]
-struct SeenSeries {
-    queues: std::collections::BTreeSet<String>,
-    jobs: std::collections::BTreeMap<String, (String, String, String)>,
-}
-
-/// Job e2e gauges for this session, and removal of the series of queues and jobs that left the
-/// cluster (Volcano does it on informer deletes; we do it when a session no longer sees them).
-fn record_job_and_queue_lifecycle(
-    metrics: &Metrics,
-    d: &engine::framework::Decisions,
-    seen: &mut SeenSeries,
-    now: k8s_openapi::jiff::Timestamp,
-) {
-    use cluster::metrics::JobLabels;
-    for gone in seen
-        .queues
-        .iter()
-        .filter(|q| !d.queue_metrics.contains_key(*q))
-    {
-        metrics.remove_queue(gone);
-    }
-    seen.queues = d.queue_metrics.keys().cloned().collect();
-    for (uid, (ns, name, queue)) in &seen.jobs {
-        if !d.job_metrics.contains_key(uid) {
-            metrics.remove_job(JobLabels {
-                namespace: ns,
-                name,
-                queue,
-            });
-        }
-    }
-    seen.jobs.clear();
-    for (uid, m) in &d.job_metrics {
-        let labels = JobLabels {
-            namespace: &m.namespace,
-            name: &m.name,
-            queue: &m.queue,
-        };
-        if let Some(created) = m.creation {
-            metrics.set_job_start_time(labels, created);
-            if m.placed > 0
-                && let Ok(age) = Duration::try_from(now.duration_since(created))
-            {
-                metrics.job_task_allocated(labels, age, now);
-            }
-        }
-        seen.jobs.insert(
-            uid.clone(),
-            (m.namespace.clone(), m.name.clone(), m.queue.clone()),
-        );
-    }
-}
-
-/// The queues the daemon creates if missing (spec/kubernetes.md §4.8.3), reclaimable or not: the
-/// default queue, and `root` when a plugin of the configuration runs in hierarchy mode. Ensured
-/// when leadership is gained and after every applied reload.
-fn wanted_queues(default_queue: &str, conf: &engine::conf::SchedulerConf) -> Vec<(String, bool)> {
-    let mut wanted = vec![(default_queue.to_string(), true)];
-    if conf.plugin_options().any(|p| p.enable_hierarchy) {
-        wanted.push((apis::ROOT_QUEUE.to_string(), false));
-    }
-    wanted
+    result
 }
 
 fn executor_name(args: &RunArgs) -> String {
@@ -845,7 +489,7 @@ mod tests {
         let conf = |text: &str| engine::conf::parse(text, &known).map(|p| p.conf);
         let flat = conf("actions: allocate\ntiers:\n- plugins:\n  - name: drf\n").unwrap();
         assert_eq!(
-            wanted_queues("default", &flat),
+            cluster::scheduler::wanted_queues("default", &flat),
             [("default".to_string(), true)]
         );
         let hierarchy = conf(
@@ -853,7 +497,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            wanted_queues("default", &hierarchy),
+            cluster::scheduler::wanted_queues("default", &hierarchy),
             [
                 ("default".to_string(), true),
                 (apis::ROOT_QUEUE.to_string(), false)

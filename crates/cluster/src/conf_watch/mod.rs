@@ -182,6 +182,15 @@ impl ConfSource {
         })
     }
 
+    /// A configuration already parsed, never reloaded (the simulator's, and tests').
+    pub fn fixed(conf: SchedulerConf) -> ConfSource {
+        ConfSource {
+            current: Arc::new(conf),
+            path: None,
+            watcher: None,
+        }
+    }
+
     /// The configuration in force. A session should take it once, at its start.
     pub fn current(&self) -> Arc<SchedulerConf> {
         Arc::clone(&self.current)

@@ -189,7 +189,7 @@ impl Mock {
             ),
             _ => reply(
                 404,
-                json!({"kind": "Status", "status": "Failure", "code": 404}),
+                json!({"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}),
             ),
         }
     }
@@ -253,6 +253,24 @@ fn fixture_with(bind_workers: usize, pods: &[&str]) -> Fixture {
 }
 
 fn fixture_fenced(bind_workers: usize, pods: &[&str], fence: Fence) -> Fixture {
+    fixture_limited(
+        bind_workers,
+        pods,
+        fence,
+        RateLimiter::new(10_000.0, 10_000),
+    )
+}
+
+fn fixture_rate_limited(qps: f64, burst: u32) -> Fixture {
+    fixture_limited(4, &[], Fence::always(), RateLimiter::new(qps, burst))
+}
+
+fn fixture_limited(
+    bind_workers: usize,
+    pods: &[&str],
+    fence: Fence,
+    limiter: RateLimiter,
+) -> Fixture {
     let mut state = ClusterState::new(StateOptions::default());
     for p in pods {
         state.upsert_pod(pod(p, None));
@@ -264,7 +282,7 @@ fn fixture_fenced(bind_workers: usize, pods: &[&str], fence: Fence) -> Fixture {
     let executor = Arc::new(Executor::new(
         mock.client(),
         shared.clone(),
-        Arc::new(RateLimiter::new(10_000.0, 10_000)),
+        Arc::new(limiter),
         metrics.clone(),
         ExecutorConfig {
             bind_workers,
@@ -1040,7 +1058,88 @@ async fn a_fenced_replica_sends_no_write() {
         text.contains("volcano_api_writes_fenced_total{write=\"bind\"} 1"),
         "{text}"
     );
-    f.executor.publish(&pod_event("p", "Test", "m")).await;
+    Executor::publish(&f.executor, &pod_event("p", "Test", "m")).await;
     f.run(eviction("p")).await;
     assert!(f.mock.requests().is_empty(), "{:?}", f.mock.requests());
+}
+
+// ---- the write policy, through the sink ---------------------------------------------------
+
+/// `write` resolves once the status writes are done, with the binds still under way in the
+/// background; `drain` waits for those.
+#[tokio::test(start_paused = true)]
+async fn the_sink_waits_for_status_writes_and_leaves_binds_in_the_background() {
+    let f = fixture(&["a"]);
+    *f.mock.0.bind_delay.lock().expect("delay lock") = Duration::from_secs(5);
+    let sink: Arc<dyn WriteSink> = Arc::new(f.executor.clone());
+    let mut d = pod_group_update();
+    d.binds = vec![bind("a", "n1")];
+    sink.assume(&d);
+    let t0 = tokio::time::Instant::now();
+    sink.write(d).await;
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(f.mock.matching(Method::PATCH, PG_PATH).len(), 1);
+    assert_eq!(f.mock.0.binds_in_flight.load(Ordering::SeqCst), 1);
+    // Assumed at once, so the next session does not decide the pod again.
+    assert_eq!(pod_status(&f.shared, "ns/a").1.as_deref(), Some("n1"));
+    assert!(sink.drain(Duration::from_secs(10)).await);
+    assert_eq!(f.mock.0.binds_in_flight.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        metric(
+            &f.metrics,
+            "volcano_schedule_attempts_total{result=\"scheduled\"}"
+        ),
+        1.0
+    );
+}
+
+/// A caller that stops waiting (shutdown) does not cancel the status writes: drain finishes them.
+#[tokio::test(start_paused = true)]
+async fn status_writes_outlive_a_caller_that_stops_waiting() {
+    let f = fixture(&[]);
+    f.mock.fail(Method::PATCH, PG_PATH, 503, 2);
+    let sink: Arc<dyn WriteSink> = Arc::new(f.executor.clone());
+    drop(sink.write(pod_group_update()));
+    assert!(sink.drain(Duration::from_secs(10)).await);
+    // Two failures, then the third attempt lands.
+    assert_eq!(f.mock.matching(Method::PATCH, PG_PATH).len(), 3);
+}
+
+/// Events of a session go behind its other writes, and at most `MAX_EVENT_BATCHES` sessions'
+/// events wait at once.
+#[tokio::test(start_paused = true)]
+async fn events_wait_in_the_background_and_are_bounded() {
+    let f = fixture_rate_limited(1.0, 1);
+    let sink: Arc<dyn WriteSink> = Arc::new(f.executor.clone());
+    // Takes the only token: every session's events below wait for the next ones.
+    sink.publish(pod_event("x", "Unschedulable", "first")).await;
+    for session in 0..MAX_EVENT_BATCHES + 2 {
+        let d = events(vec![pod_event(
+            "a",
+            "Unschedulable",
+            &format!("session {session}"),
+        )]);
+        sink.write(d).await;
+    }
+    assert!(sink.drain(Duration::from_secs(60)).await);
+    assert_eq!(f.mock.events().len(), 1 + MAX_EVENT_BATCHES);
+}
+
+/// A queue is created only by a replica that holds the fence.
+#[tokio::test]
+async fn ensure_queue_is_fenced() {
+    let fence = Fence::elected();
+    let f = fixture_fenced(4, &[], fence);
+    let sink: Arc<dyn WriteSink> = Arc::new(f.executor.clone());
+    let refused = sink.ensure_queue("default", true).await;
+    assert!(refused.is_err());
+    assert!(f.mock.requests().is_empty(), "{:?}", f.mock.requests());
+    let f = fixture(&[]);
+    let sink: Arc<dyn WriteSink> = Arc::new(f.executor.clone());
+    assert_eq!(sink.ensure_queue("default", true).await, Ok(()));
+    let created = f
+        .mock
+        .matching(Method::POST, "/apis/scheduling.volcano.sh/v1beta1/queues");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].body["spec"]["reclaimable"], true);
 }

@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use apis::{PodGroup, Queue};
 use engine::framework::Decisions;
 use engine::framework::session::job_status_to_api;
+use std::sync::Arc;
+
+use ::cluster::shared::Shared;
 use engine::state::{ClusterState, StateOptions};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -24,7 +27,8 @@ const POD_SCHEDULED: &str = "PodScheduled";
 
 /// The cluster between sessions.
 pub(crate) struct SimCluster {
-    state: ClusterState,
+    /// The engine's view, shared with the scheduler that takes its snapshots.
+    shared: Arc<Shared>,
     pods: BTreeMap<String, Pod>,
     pod_groups: BTreeMap<String, PodGroup>,
     queues: BTreeMap<String, Queue>,
@@ -75,7 +79,7 @@ impl SimCluster {
             queues.insert(q.metadata.name.clone().unwrap_or_default(), q);
         }
         if !queues.contains_key(&default_queue) {
-            queues.insert(default_queue.clone(), new_default_queue(&default_queue));
+            queues.insert(default_queue.clone(), new_queue(&default_queue, true));
         }
         for (name, q) in &queues {
             warnings.extend(
@@ -111,7 +115,7 @@ impl SimCluster {
         }
 
         let cluster = SimCluster {
-            state,
+            shared: Shared::new(state),
             pods,
             pod_groups,
             queues,
@@ -121,8 +125,23 @@ impl SimCluster {
         (cluster, warnings)
     }
 
-    pub(crate) fn state(&self) -> &ClusterState {
-        &self.state
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, ClusterState> {
+        self.shared.lock()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Creates the queue unless it exists, as the daemon does (spec/kubernetes.md §4.8.3).
+    pub(crate) fn ensure_queue(&mut self, name: &str, reclaimable: bool) {
+        if self.queues.contains_key(name) {
+            return;
+        }
+        let queue = new_queue(name, reclaimable);
+        self.shared.lock().upsert_queue(queue.clone());
+        self.queues.insert(name.to_string(), queue);
     }
 
     /// Whether the pod is scheduled by us (same rule as the cluster state's).
@@ -173,7 +192,7 @@ impl SimCluster {
             if let Some(node) = update.nominated_node.as_ref().filter(|n| !n.is_empty()) {
                 status.nominated_node_name = Some(node.clone());
             }
-            self.state.upsert_pod(pod.clone());
+            self.shared.lock().upsert_pod(pod.clone());
         }
 
         for bind in &decisions.binds {
@@ -194,7 +213,7 @@ impl SimCluster {
                 },
                 self.now,
             );
-            self.state.upsert_pod(pod.clone());
+            self.shared.lock().upsert_pod(pod.clone());
         }
 
         for eviction in &decisions.evictions {
@@ -203,7 +222,7 @@ impl SimCluster {
                 continue;
             }
             if let Some((namespace, name)) = eviction.pod.split_once('/') {
-                self.state.delete_pod(namespace, name);
+                self.shared.lock().delete_pod(namespace, name);
             }
         }
 
@@ -213,7 +232,7 @@ impl SimCluster {
                 continue;
             };
             pg.status = Some(job_status_to_api(&update.status));
-            self.state.upsert_pod_group(pg.clone());
+            self.shared.lock().upsert_pod_group(pg.clone());
         }
 
         for update in &decisions.queue_allocations {
@@ -223,7 +242,7 @@ impl SimCluster {
             };
             queue.status.get_or_insert_with(Default::default).allocated =
                 update.allocated.to_resource_list();
-            self.state.upsert_queue(queue.clone());
+            self.shared.lock().upsert_queue(queue.clone());
         }
     }
 }
@@ -322,13 +341,13 @@ pub(crate) fn default_queue_fields(queue: &mut Queue) {
     }
 }
 
-/// The queue the daemon creates in standalone mode when none of that name exists
-/// (spec/kubernetes.md §4.8.3): weight 1, reclaimable.
-fn new_default_queue(name: &str) -> Queue {
+/// A queue the daemon creates in standalone mode when none of that name exists
+/// (spec/kubernetes.md §4.8.3): weight 1; the default queue is reclaimable, `root` is not.
+fn new_queue(name: &str, reclaimable: bool) -> Queue {
     let mut queue = Queue::default();
     queue.metadata.name = Some(name.to_string());
     queue.spec.weight = 1;
-    queue.spec.reclaimable = Some(true);
+    queue.spec.reclaimable = Some(reclaimable);
     queue
 }
 
@@ -409,7 +428,8 @@ spec: {weight: -2, capability: {cpu: "-4"}, guarantee: {resource: {memory: "-1Gi
         for (warning, start) in warnings.iter().zip(expected) {
             assert!(warning.starts_with(start), "{warning}");
         }
-        let q = cluster.state().queue("q1").expect("q1");
+        let state = cluster.state();
+        let q = state.queue("q1").expect("q1");
         assert_eq!(q.weight, 1);
         assert_eq!(q.capability, None);
         assert_eq!(q.guarantee, None);
@@ -564,11 +584,13 @@ spec: {weight: -2, capability: {cpu: "-4"}, guarantee: {resource: {memory: "-1Gi
             Some("n1")
         );
         // The engine sees the condition, so it will not write it again.
-        let task = cluster.state().pod("ns/a").expect("task");
+        let state = cluster.state();
+        let task = state.pod("ns/a").expect("task");
         assert_eq!(
             task.pod_scheduled_condition().map(|c| c.1),
             Some("Unschedulable")
         );
+        drop(state);
 
         assert!(!cluster.pods().contains_key("ns/b"));
         assert!(cluster.state().pod("ns/b").is_none());
@@ -617,7 +639,8 @@ spec: {weight: -2, capability: {cpu: "-4"}, guarantee: {resource: {memory: "-1Gi
         );
         let c = condition(a).expect("condition");
         assert_eq!((c.status.as_str(), c.reason.as_deref()), ("True", None));
-        let task = cluster.state().pod("ns/a").expect("task");
+        let state = cluster.state();
+        let task = state.pod("ns/a").expect("task");
         assert_eq!(task.status, TaskStatus::Running);
         assert_eq!(task.node_name.as_deref(), Some("n1"));
     }

@@ -16,12 +16,14 @@ pub mod load;
 pub mod report;
 
 use std::fmt;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use ::cluster::conf_watch::ConfSource;
+use ::cluster::scheduler::{CycleOutcome, LeaderSignal, Scheduler, SchedulerParts, WriteSink};
 use engine::conf::{KnownNames, SchedulerConf};
-use engine::framework::{Session, SessionOptions};
+use engine::framework::{Decisions, Event, ObjectRef, SessionOptions};
 use engine::state::StateOptions;
+use futures::future::BoxFuture;
 use k8s_openapi::jiff::Timestamp;
 
 pub use load::SimInput;
@@ -168,38 +170,145 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
             .unwrap_or_else(|| DEFAULT_SCHEDULER_NAMES[0].to_string()),
         ..SessionOptions::default()
     };
-    let (mut cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);
+    let (cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);
     warnings.extend(admission_warnings);
 
-    let started = Instant::now();
-    let clock = || started.elapsed();
-    let mut cycles = Vec::new();
-    let mut last_metrics = None;
+    let sink = Arc::new(SimSink {
+        cluster: Mutex::new(cluster),
+        written: Mutex::new(Written::default()),
+    });
+    let mut scheduler = Scheduler::new(SchedulerParts {
+        shared: sink.lock_cluster().shared().clone(),
+        sink: sink.clone(),
+        conf: ConfSource::fixed((*conf).clone()),
+        registry: Arc::new(registry),
+        session_options,
+        leader: Box::new(AlwaysLeader),
+        metrics: ::cluster::metrics::Metrics::new(),
+        clock: {
+            let now = opts.now;
+            Arc::new(move || now)
+        },
+        identity: "sim".into(),
+        default_queue: StateOptions::default().default_queue,
+        self_ref: ObjectRef {
+            kind: "Pod",
+            namespace: None,
+            name: "volcano-rs-simulate".into(),
+            uid: String::new(),
+        },
+        period: std::time::Duration::ZERO,
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| SimError::Io {
+            file: "<simulator>".into(),
+            message: format!("cannot start the session runtime: {e}"),
+        })?;
     let mut converged = false;
-    for cycle in 1..=opts.max_cycles {
-        let snapshot = cluster.state().snapshot();
-        let mut session = Session::open(
-            &snapshot,
-            conf.clone(),
-            &registry,
-            session_options.clone(),
-            opts.now,
-            format!("sim-{cycle}"),
-        );
-        engine::actions::run_configured_actions(&mut session, &clock);
-        let decisions = session.close();
-        cycles.push(CycleReport::from_decisions(cycle, &decisions));
-        cluster.apply(&decisions);
-        let changed = changes_anything(&decisions);
-        last_metrics = Some(decisions.queue_metrics);
-        if !changed {
-            converged = true;
-            break;
+    runtime.block_on(async {
+        for _ in 0..opts.max_cycles {
+            let outcome = scheduler.run_cycle().await;
+            if !matches!(outcome, CycleOutcome::Ran(_)) {
+                // Nothing else can happen to an always-leading scheduler on a cluster without
+                // watches but a panicking session: stop there.
+                tracing::error!(?outcome, "simulated cycle did not run");
+                break;
+            }
+            if !sink.lock_written().last_changed {
+                converged = true;
+                break;
+            }
         }
-    }
-    let mut report = Report::build(cycles, &cluster, last_metrics.as_ref(), converged, warnings);
+    });
+    let written = std::mem::take(&mut *sink.lock_written());
+    let cluster = sink.lock_cluster();
+    let mut report = Report::build(
+        written.cycles,
+        &cluster,
+        written.last_metrics.as_ref(),
+        converged,
+        warnings,
+    );
     report.skipped_plugins = conf.skipped_plugins.clone();
     Ok(report)
+}
+
+/// The simulator's leadership: it always leads.
+struct AlwaysLeader;
+
+impl LeaderSignal for AlwaysLeader {
+    fn leading(&self) -> bool {
+        true
+    }
+
+    fn changed(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(futures_pending())
+    }
+}
+
+async fn futures_pending() {
+    std::future::pending::<()>().await
+}
+
+/// What the simulated API server was asked to write, cycle by cycle.
+#[derive(Default)]
+struct Written {
+    cycles: Vec<CycleReport>,
+    /// Whether the last session changed anything (the run stops after one that did not).
+    last_changed: bool,
+    last_metrics: Option<std::collections::BTreeMap<String, engine::framework::QueueMetrics>>,
+}
+
+/// The simulator's write sink: every write lands in the simulated cluster at once, before the
+/// next session (so there is nothing to assume ahead of it), and is recorded for the report.
+struct SimSink {
+    cluster: Mutex<SimCluster>,
+    written: Mutex<Written>,
+}
+
+impl SimSink {
+    fn lock_cluster(&self) -> MutexGuard<'_, SimCluster> {
+        self.cluster.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_written(&self) -> MutexGuard<'_, Written> {
+        self.written.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl WriteSink for SimSink {
+    fn assume(&self, _decisions: &Decisions) {}
+
+    fn write(&self, decisions: Decisions) -> BoxFuture<'static, ()> {
+        self.lock_cluster().apply(&decisions);
+        let mut written = self.lock_written();
+        let cycle = written.cycles.len() + 1;
+        written
+            .cycles
+            .push(CycleReport::from_decisions(cycle, &decisions));
+        written.last_changed = changes_anything(&decisions);
+        written.last_metrics = Some(decisions.queue_metrics);
+        Box::pin(async {})
+    }
+
+    fn publish(&self, _event: Event) -> BoxFuture<'static, ()> {
+        // The report says what events would say (skipped plugins, pod conditions).
+        Box::pin(async {})
+    }
+
+    fn ensure_queue(
+        &self,
+        name: &str,
+        reclaimable: bool,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        self.lock_cluster().ensure_queue(name, reclaimable);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn drain(&self, _within: std::time::Duration) -> BoxFuture<'static, bool> {
+        Box::pin(async { true })
+    }
 }
 
 #[cfg(test)]

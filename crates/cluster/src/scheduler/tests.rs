@@ -1,0 +1,409 @@
+//! The loop's rules, one test each, on a cluster held in memory: the state is filled as the
+//! watches would fill it, the sink records what it is asked to write, and the leader signal is
+//! scripted. No API server.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use engine::conf::KnownNames;
+use engine::state::{ClusterState, StateOptions};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::json;
+
+use super::*;
+use crate::conf_watch::ReloadLimits;
+
+/// Answers `leading()` from a script; the last answer repeats.
+struct ScriptedLeader {
+    answers: Mutex<VecDeque<bool>>,
+    last: Mutex<bool>,
+}
+
+impl ScriptedLeader {
+    fn new(answers: &[bool]) -> Box<ScriptedLeader> {
+        Box::new(ScriptedLeader {
+            answers: Mutex::new(answers.iter().copied().collect()),
+            last: Mutex::new(answers.last().copied().unwrap_or(true)),
+        })
+    }
+}
+
+impl LeaderSignal for ScriptedLeader {
+    fn leading(&self) -> bool {
+        let next = self.answers.lock().expect("script").pop_front();
+        let mut last = self.last.lock().expect("last");
+        if let Some(answer) = next {
+            *last = answer;
+        }
+        *last
+    }
+
+    fn changed(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Records every write; binds and evictions are assumed as the executor assumes them, and
+/// nothing is ever written back into the state (as if the API server were slow).
+#[derive(Default)]
+struct MemorySink {
+    shared: Mutex<Option<Arc<Shared>>>,
+    writes: Mutex<Vec<Decisions>>,
+    published: Mutex<Vec<Event>>,
+    ensured: Mutex<Vec<(String, bool)>>,
+}
+
+impl MemorySink {
+    fn binds(&self) -> Vec<String> {
+        let writes = self.writes.lock().expect("writes");
+        writes
+            .iter()
+            .flat_map(|d| d.binds.iter().map(|b| format!("{}→{}", b.pod, b.node)))
+            .collect()
+    }
+
+    fn published_reasons(&self) -> Vec<String> {
+        let published = self.published.lock().expect("published");
+        published.iter().map(|e| e.reason.clone()).collect()
+    }
+
+    fn ensured(&self) -> Vec<(String, bool)> {
+        self.ensured.lock().expect("ensured").clone()
+    }
+}
+
+impl WriteSink for MemorySink {
+    fn assume(&self, decisions: &Decisions) {
+        let shared = self.shared.lock().expect("shared").clone();
+        if let Some(shared) = shared {
+            let mut state = shared.lock();
+            for b in &decisions.binds {
+                state.assume_bind(&b.pod, &b.node);
+            }
+        }
+    }
+
+    fn write(&self, decisions: Decisions) -> BoxFuture<'static, ()> {
+        self.writes.lock().expect("writes").push(decisions);
+        Box::pin(async {})
+    }
+
+    fn publish(&self, event: Event) -> BoxFuture<'static, ()> {
+        self.published.lock().expect("published").push(event);
+        Box::pin(async {})
+    }
+
+    fn ensure_queue(
+        &self,
+        name: &str,
+        reclaimable: bool,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        self.ensured
+            .lock()
+            .expect("ensured")
+            .push((name.to_string(), reclaimable));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn drain(&self, _within: Duration) -> BoxFuture<'static, bool> {
+        Box::pin(async { true })
+    }
+}
+
+fn node(name: &str) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+    }))
+    .expect("node")
+}
+
+fn pending_pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"schedulerName": "volcano-rs",
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending"}
+    }))
+    .expect("pod")
+}
+
+fn known<'a>(plugins: &'a [&'a str]) -> KnownNames<'a> {
+    KnownNames {
+        actions: engine::actions::KNOWN_ACTIONS,
+        plugins,
+        strict: true,
+        check_arguments: None,
+    }
+}
+
+/// A cluster of one 4-cpu node and two pending 1-cpu pods of ours, and a scheduler on it.
+struct Fixture {
+    shared: Arc<Shared>,
+    sink: Arc<MemorySink>,
+    scheduler: Scheduler,
+}
+
+fn fixture_with(leader: Box<dyn LeaderSignal>, conf: ConfSource) -> Fixture {
+    let mut state = ClusterState::new(StateOptions::default());
+    state.upsert_node(node("n1"));
+    // The default queue exists: the sink below only records that it was ensured.
+    state.upsert_queue(
+        serde_json::from_value(json!({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
+            .expect("queue"),
+    );
+    for name in ["a", "b"] {
+        state.upsert_pod(pending_pod(name));
+    }
+    let shared = Shared::new(state);
+    let sink = Arc::new(MemorySink::default());
+    *sink.shared.lock().expect("shared") = Some(shared.clone());
+    let now: Timestamp = "2026-01-01T00:01:00Z".parse().expect("timestamp");
+    let scheduler = Scheduler::new(SchedulerParts {
+        shared: shared.clone(),
+        sink: sink.clone(),
+        conf,
+        registry: Arc::new(plugins::registry()),
+        session_options: SessionOptions::default(),
+        leader,
+        metrics: Metrics::new(),
+        clock: Arc::new(move || now),
+        identity: "test".into(),
+        default_queue: "default".into(),
+        self_ref: ObjectRef {
+            kind: "Lease",
+            namespace: Some("volcano-system".into()),
+            name: "volcano-rs".into(),
+            uid: String::new(),
+        },
+        period: Duration::from_millis(10),
+    });
+    Fixture {
+        shared,
+        sink,
+        scheduler,
+    }
+}
+
+fn fixture(leader: Box<dyn LeaderSignal>) -> Fixture {
+    let names = plugins::known_plugins();
+    let conf = ConfSource::load(None, &known(&names)).expect("embedded default");
+    fixture_with(leader, conf)
+}
+
+fn ran(outcome: &CycleOutcome) -> &CycleSummary {
+    match outcome {
+        CycleOutcome::Ran(summary) => summary,
+        other => panic!("expected a session, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_standby_decides_and_writes_nothing() {
+    let mut f = fixture(ScriptedLeader::new(&[false]));
+    let (problems_tx, problems_rx) = mpsc::unbounded_channel();
+    f.scheduler = f.scheduler.with_problems(problems_rx);
+    problems_tx
+        .send(Event {
+            object: f.scheduler.self_ref.clone(),
+            type_: EventType::Warning,
+            reason: "Malformed".into(),
+            message: "x".into(),
+        })
+        .expect("send");
+    assert_eq!(f.scheduler.run_cycle().await, CycleOutcome::Standby);
+    assert_eq!(f.scheduler.cycles(), 0);
+    assert!(f.sink.writes.lock().expect("writes").is_empty());
+    assert!(f.sink.ensured().is_empty());
+    // The leader reports the watches' problems; a standby drops them.
+    assert!(f.sink.published_reasons().is_empty());
+}
+
+#[tokio::test]
+async fn a_leader_binds_and_reports_the_watches_problems() {
+    let mut f = fixture(ScriptedLeader::new(&[true]));
+    let (problems_tx, problems_rx) = mpsc::unbounded_channel();
+    f.scheduler = f.scheduler.with_problems(problems_rx);
+    problems_tx
+        .send(Event {
+            object: f.scheduler.self_ref.clone(),
+            type_: EventType::Warning,
+            reason: "Malformed".into(),
+            message: "x".into(),
+        })
+        .expect("send");
+    let outcome = f.scheduler.run_cycle().await;
+    assert_eq!(ran(&outcome).binds, 2);
+    assert_eq!(f.sink.binds(), ["ns/a→n1", "ns/b→n1"]);
+    assert_eq!(f.sink.published_reasons(), ["Malformed"]);
+}
+
+/// Binds are assumed before the next snapshot: the next session does not decide them again,
+/// although nothing was written back.
+#[tokio::test]
+async fn binds_are_assumed_before_the_next_session() {
+    let mut f = fixture(ScriptedLeader::new(&[true]));
+    assert_eq!(ran(&f.scheduler.run_cycle().await).binds, 2);
+    {
+        let state = f.shared.lock();
+        let a = state.pod("ns/a").expect("a");
+        assert_eq!(a.node_name.as_deref(), Some("n1"));
+    }
+    assert_eq!(ran(&f.scheduler.run_cycle().await).binds, 0);
+    assert_eq!(f.sink.binds().len(), 2);
+}
+
+#[tokio::test]
+async fn decisions_of_a_session_during_which_leadership_was_lost_are_dropped() {
+    // Leading when the cycle starts, not any more when the session closes.
+    let mut f = fixture(ScriptedLeader::new(&[true, false]));
+    assert_eq!(f.scheduler.run_cycle().await, CycleOutcome::Dropped);
+    assert!(f.sink.writes.lock().expect("writes").is_empty());
+    // Nothing was assumed: whoever leads decides the pods again.
+    let state = f.shared.lock();
+    assert_eq!(state.pod("ns/a").expect("a").node_name, None);
+}
+
+#[tokio::test]
+async fn no_session_runs_while_a_watch_is_broken() {
+    let mut f = fixture(ScriptedLeader::new(&[true]));
+    f.shared.watch_failed("Pod");
+    assert_eq!(
+        f.scheduler.run_cycle().await,
+        CycleOutcome::Paused {
+            broken: vec!["Pod"]
+        }
+    );
+    assert!(f.sink.writes.lock().expect("writes").is_empty());
+    f.shared.watch_working("Pod");
+    assert_eq!(ran(&f.scheduler.run_cycle().await).binds, 2);
+}
+
+#[tokio::test]
+async fn queues_are_ensured_whenever_leadership_is_gained() {
+    // Two answers per session (at its start and at its close), one per standby cycle.
+    let mut f = fixture(ScriptedLeader::new(&[
+        true, true, true, true, false, true, true,
+    ]));
+    f.scheduler.run_cycle().await;
+    f.scheduler.run_cycle().await;
+    assert_eq!(f.sink.ensured(), [("default".to_string(), true)]);
+    assert_eq!(f.scheduler.run_cycle().await, CycleOutcome::Standby);
+    f.scheduler.run_cycle().await;
+    assert_eq!(f.sink.ensured().len(), 2);
+}
+
+/// A reload that turns hierarchy on ensures `root`; a refused one is published and the
+/// configuration in force stays.
+#[tokio::test]
+async fn reloads_apply_from_the_next_cycle_and_refusals_keep_the_previous_configuration() {
+    let dir =
+        std::env::temp_dir().join(format!("volcano-rs-scheduler-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("scheduler.conf");
+    let flat = "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: drf\n";
+    std::fs::write(&path, flat).expect("write");
+    let names = plugins::known_plugins();
+    let limits = ReloadLimits {
+        check_interval: Duration::from_millis(10),
+        ..ReloadLimits::default()
+    };
+    let conf = ConfSource::load_with(Some(path.clone()), &known(&names), limits).expect("loads");
+    let mut f = fixture_with(ScriptedLeader::new(&[true]), conf);
+    let (updates_tx, updates_rx) = watch::channel(Arc::new(SchedulerConf::embedded_default()));
+    f.scheduler = f.scheduler.with_conf_updates(updates_tx);
+    assert_eq!(updates_rx.borrow().actions, ["enqueue", "allocate"]);
+    f.scheduler.run_cycle().await;
+    assert_eq!(f.sink.ensured(), [("default".to_string(), true)]);
+
+    std::fs::write(&path, format!("{flat}    enableHierarchy: true\n")).expect("write");
+    wait_for_a_look(&f.scheduler.conf).await;
+    f.scheduler.run_cycle().await;
+    assert_eq!(
+        f.sink.ensured(),
+        [
+            ("default".to_string(), true),
+            ("default".to_string(), true),
+            (apis::ROOT_QUEUE.to_string(), false)
+        ]
+    );
+    assert!(
+        updates_rx
+            .borrow()
+            .plugin_options()
+            .any(|p| p.enable_hierarchy)
+    );
+
+    std::fs::write(&path, "actions: \"enqueue, nosuchaction\"\ntiers: []\n").expect("write");
+    wait_for_a_look(&f.scheduler.conf).await;
+    f.scheduler.run_cycle().await;
+    assert_eq!(f.sink.published_reasons(), ["ConfigRefused"]);
+    assert!(
+        f.scheduler
+            .conf
+            .current()
+            .plugin_options()
+            .any(|p| p.enable_hierarchy)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Returns after the configuration reader has looked at its file twice more (so at least
+/// once after the caller's last change).
+async fn wait_for_a_look(conf: &ConfSource) {
+    let seen = conf.looks();
+    for _ in 0..500 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if conf.looks() > seen + 1 {
+            return;
+        }
+    }
+    panic!("the configuration was not looked at again");
+}
+
+#[tokio::test]
+async fn skipped_plugins_are_reported_once() {
+    let names = plugins::known_plugins();
+    let lenient = KnownNames {
+        strict: false,
+        ..known(&names)
+    };
+    let parsed = engine::conf::parse(
+        "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: nosuchplugin\n",
+        &lenient,
+    )
+    .expect("parses");
+    let mut f = fixture_with(ScriptedLeader::new(&[true]), ConfSource::fixed(parsed.conf));
+    f.scheduler.run_cycle().await;
+    f.scheduler.run_cycle().await;
+    assert_eq!(f.sink.published_reasons(), ["PluginSkipped"]);
+}
+
+/// `run` stops when the leader signal dies (a dead elector), and on shutdown.
+#[tokio::test]
+async fn run_ends_on_a_dead_leader_signal_and_on_shutdown() {
+    let (leader_tx, leader_rx) = watch::channel(true);
+    let mut f = fixture(Box::new(leader_rx));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    drop(leader_tx);
+    let ended = tokio::time::timeout(Duration::from_secs(5), f.scheduler.run(shutdown_rx.clone()))
+        .await
+        .expect("ends at once");
+    assert!(ended.is_err());
+
+    let (_leader_tx, leader_rx) = watch::channel(true);
+    let mut f = fixture(Box::new(leader_rx));
+    let stop = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = shutdown_tx.send(true);
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(5), f.scheduler.run(shutdown_rx))
+        .await
+        .expect("ends on shutdown");
+    assert!(ended.is_ok());
+    assert!(f.scheduler.cycles() >= 1);
+    assert_eq!(f.sink.binds().len(), 2);
+    stop.await.expect("stopper");
+}
