@@ -37,9 +37,15 @@ use crate::metrics::Metrics;
 use crate::ratelimit::{RateLimiter, WriteClass};
 use crate::scheduler::WriteSink;
 use crate::shared::Shared;
+use status_queue::{StatusQueue, StatusWrite};
 
 /// How often an identical event (same object, reason and message) may be published again.
 pub const EVENT_REPEAT_INTERVAL: Duration = Duration::from_secs(600);
+
+tokio::task_local! {
+    /// Set while a status worker sends a write it already holds a rate-limit token for.
+    static TOKEN_HELD: std::cell::Cell<bool>;
+}
 
 /// Attempts for idempotent writes before giving up until the next cycle.
 const WRITE_ATTEMPTS: u32 = 3;
@@ -67,6 +73,8 @@ pub struct Executor {
     background: Mutex<tokio::task::JoinSet<()>>,
     /// Sessions whose events are queued (see [`MAX_EVENT_BATCHES`]).
     event_batches: Arc<AtomicUsize>,
+    /// Status writes waiting, one per object (see [`status_queue`]).
+    status: Mutex<StatusQueue>,
 }
 
 /// Sessions whose events may be queued at once; beyond that a session's own are dropped.
@@ -127,7 +135,74 @@ impl Executor {
             recent_events: Mutex::new(HashMap::new()),
             background: Mutex::new(tokio::task::JoinSet::new()),
             event_batches: Arc::new(AtomicUsize::new(0)),
+            status: Mutex::new(StatusQueue::default()),
         }
+    }
+
+    /// Queues status writes (the newest decision per object wins) and starts workers to send
+    /// them, at most `--bind-workers` at a time.
+    fn queue_status_writes(self: &Arc<Self>, writes: impl IntoIterator<Item = StatusWrite>) {
+        let start = {
+            let mut q = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            for w in writes {
+                q.offer(w);
+            }
+            let room = self.cfg.bind_workers.max(1).saturating_sub(q.workers);
+            let start = q.takeable().min(room);
+            q.workers += start;
+            start
+        };
+        for _ in 0..start {
+            let me = Arc::clone(self);
+            self.spawn_tracked(async move { me.send_status_writes().await });
+        }
+    }
+
+    /// A status worker: sends queued writes until none is left to take. It takes a write only
+    /// once it holds a token, so that writes wait in the queue, where a newer decision can
+    /// replace them and urgent ones go first, not in the rate limiter's line.
+    async fn send_status_writes(self: Arc<Self>) {
+        loop {
+            if self
+                .status
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .takeable()
+                > 0
+            {
+                self.limiter.acquire_for(WriteClass::Status).await;
+            }
+            let write = {
+                let mut q = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+                match q.take() {
+                    Some(w) => w,
+                    None => {
+                        q.workers -= 1;
+                        return;
+                    }
+                }
+            };
+            let send = async {
+                match &write {
+                    StatusWrite::PodGroup(u) => self.write_pod_group_status(u).await,
+                    StatusWrite::PodCondition(c) => self.write_pod_condition(c).await,
+                    StatusWrite::Queue(q) => self.write_queue_status(q).await,
+                }
+            };
+            TOKEN_HELD.scope(std::cell::Cell::new(true), send).await;
+            self.status
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .done(&write);
+        }
+    }
+
+    /// Status writes waiting or being sent.
+    pub fn status_writes_queued(&self) -> usize {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Runs `write` in the background, tracked for [`WriteSink::drain`].
@@ -252,7 +327,11 @@ impl Executor {
         let mut delay = Duration::from_millis(100);
         let mut attempt = 1;
         loop {
-            self.limiter.acquire_for(write_class(what)).await;
+            // A status worker takes its token before it takes the write; the first attempt uses it.
+            let held = TOKEN_HELD.try_with(|t| t.replace(false)).unwrap_or(false);
+            if !held {
+                self.limiter.acquire_for(write_class(what)).await;
+            }
             if !self.fence.holds() {
                 self.metrics.write_fenced(what);
                 return Err(WriteError::Fenced);
@@ -389,6 +468,7 @@ impl Executor {
         let Some((ns, name)) = u.pod_group.split_once('/') else {
             return;
         };
+        tracing::trace!(pod_group = %u.pod_group, phase = %u.status.phase, "writing PodGroup status");
         let status = engine::framework::session::job_status_to_api(&u.status);
         let patch = json!({"status": status});
         let api: Api<PodGroup> = Api::namespaced(self.client.clone(), ns);
@@ -556,36 +636,44 @@ impl Executor {
     }
 }
 
-/// The executor's write policy. Binds run in the background: they are assumed in the state,
-/// so no later session decides them again. The other writes (PodGroup and Queue status, pod
-/// conditions, evictions) finish before the next session, as Volcano writes job status at
-/// session close: a session compares against what the watches show, and writes still waiting
-/// for the rate limiter would be decided again by every following session, pile up without
-/// bound, starve the binds and land out of order. Events go last, in the background.
+/// The executor's write policy: nothing holds up the next session. Binds and evictions run in
+/// the background: they are assumed in the state, so no later session decides them again.
+/// Status writes (PodGroup and Queue status, pod conditions) wait in a queue that keeps one per
+/// object, the newest decision winning ([`status_queue`]), so that writes still waiting for the
+/// rate limiter are replaced, not repeated, by the sessions that follow. Events go last, at
+/// most [`MAX_EVENT_BATCHES`] sessions' worth. The rate limiter serves binds first, then status
+/// writes, then events, each class with a guaranteed share ([`crate::ratelimit`]).
 impl WriteSink for Arc<Executor> {
     fn assume(&self, decisions: &Decisions) {
         Executor::assume(self, decisions);
     }
 
-    fn write(&self, mut decisions: Decisions) -> futures::future::BoxFuture<'static, ()> {
-        let binds = Decisions {
-            binds: std::mem::take(&mut decisions.binds),
+    fn write(&self, decisions: Decisions) -> futures::future::BoxFuture<'static, ()> {
+        let Decisions {
+            binds,
+            evictions,
+            pod_group_statuses,
+            pod_conditions,
+            queue_allocations,
+            events,
+            ..
+        } = decisions;
+        let assumed = Decisions {
+            binds,
+            evictions,
             ..Default::default()
         };
-        let events = std::mem::take(&mut decisions.events);
         let me = Arc::clone(self);
-        self.spawn_tracked(async move { me.execute(binds).await });
+        self.spawn_tracked(async move { me.execute(assumed).await });
+        self.queue_status_writes(
+            pod_group_statuses
+                .into_iter()
+                .map(StatusWrite::PodGroup)
+                .chain(pod_conditions.into_iter().map(StatusWrite::PodCondition))
+                .chain(queue_allocations.into_iter().map(StatusWrite::Queue)),
+        );
         self.publish_in_background(events);
-        // Tracked too, so that a caller that stops waiting (shutdown) still drains them.
-        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-        let me = Arc::clone(self);
-        self.spawn_tracked(async move {
-            me.execute(decisions).await;
-            let _ = done_tx.send(());
-        });
-        Box::pin(async move {
-            let _ = done_rx.await;
-        })
+        Box::pin(async {})
     }
 
     fn publish(&self, event: SchedEvent) -> futures::future::BoxFuture<'static, ()> {
@@ -661,5 +749,6 @@ fn object_reference(o: &ObjectRef) -> ObjectReference {
     }
 }
 
+mod status_queue;
 #[cfg(test)]
 mod tests;

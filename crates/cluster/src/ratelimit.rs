@@ -3,19 +3,20 @@
 //!
 //! Volcano gives every API client a client-go token bucket (QPS 2000, burst 2000). This is the
 //! same bucket: it holds up to `burst` tokens, refills at `qps` tokens per second, and each write
-//! takes one. A caller that finds the bucket empty reserves the next token and sleeps until it is
-//! due, so waiting callers are served in arrival order and nobody polls.
+//! takes one.
 //!
-//! Writes come in three classes, served in this order when they compete for tokens: binds,
-//! then status writes (PodGroup, Queue, pod conditions, evictions), then events
-//! ([`RateLimiter::acquire_for`]). Binds reserve as above; a lower class takes a token only when
-//! one is available now and no caller of a higher class is waiting, so a burst of binds is never
-//! queued behind events, and a PodGroup's status is not queued behind the events of its pods.
+//! Writes come in three classes, binds, then status writes (PodGroup, Queue, pod conditions,
+//! evictions), then events ([`RateLimiter::acquire_for`]). Waiting callers stand in one line
+//! per class; only the caller to be served next watches the bucket, the others sleep until
+//! their turn. Higher classes go first, but a waiting lower class gets a token after a bounded
+//! run of higher ones ([`MAX_PASSED`]), so that at any rate a PodGroup's status is written
+//! while its binds are, not after every other pod's bind.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Volcano's `--kube-api-qps` default.
@@ -31,28 +32,74 @@ pub enum WriteClass {
     Event = 2,
 }
 
+/// While a caller of a class waits, callers of higher classes take at most this many tokens in
+/// a row before it gets one: status writes get at least a third of a saturated rate, events at
+/// least a fifth, so that a PodGroup's phase is not held up behind thousands of binds.
+const MAX_PASSED: [u32; 3] = [0, 2, 4];
+
 /// A token bucket shared by every writer (wrap it in an `Arc`).
 #[derive(Debug)]
 pub struct RateLimiter {
     /// `None`: unlimited.
-    bucket: Option<Mutex<Bucket>>,
-    /// Callers of each [`WriteClass`] waiting for a token.
-    waiting: [AtomicUsize; 3],
+    inner: Option<Mutex<Dispatch>>,
 }
 
-/// Counts a waiting caller for as long as it waits (also when its future is dropped).
-struct Waiting<'a>(&'a AtomicUsize);
+/// The bucket and the callers waiting for it, one line per class.
+#[derive(Debug)]
+struct Dispatch {
+    bucket: Bucket,
+    lines: [VecDeque<Arc<Ticket>>; 3],
+    /// Tokens higher classes took in a row while the head of each line waited.
+    passed: [u32; 3],
+    next_id: u64,
+}
 
-impl<'a> Waiting<'a> {
-    fn new(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::SeqCst);
-        Waiting(counter)
+/// A waiting caller; woken when it is the next to be served.
+#[derive(Debug)]
+struct Ticket {
+    id: u64,
+    class: usize,
+    turn: Notify,
+}
+
+impl Dispatch {
+    /// The class whose head is served next: the highest class with a waiter, unless a lower
+    /// one has seen its share of tokens go by.
+    fn next_class(&self) -> Option<usize> {
+        let starved = (1..3)
+            .rev()
+            .find(|&c| !self.lines[c].is_empty() && self.passed[c] >= MAX_PASSED[c]);
+        starved.or_else(|| (0..3).find(|&c| !self.lines[c].is_empty()))
     }
-}
 
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+    fn is_next(&self, ticket: &Ticket) -> bool {
+        self.next_class() == Some(ticket.class)
+            && self.lines[ticket.class]
+                .front()
+                .is_some_and(|t| t.id == ticket.id)
+    }
+
+    /// Serves the head of `class`: it leaves its line and the others count one more token gone.
+    fn served(&mut self, class: usize) {
+        self.lines[class].pop_front();
+        self.passed[class] = 0;
+        for c in class + 1..3 {
+            if !self.lines[c].is_empty() {
+                self.passed[c] += 1;
+            }
+        }
+        if self.lines[class].is_empty() {
+            self.passed[class] = 0;
+        }
+    }
+
+    /// Wakes whoever is served next, so that exactly one waiter watches the bucket.
+    fn wake_next(&self) {
+        if let Some(c) = self.next_class()
+            && let Some(head) = self.lines[c].front()
+        {
+            head.turn.notify_one();
+        }
     }
 }
 
@@ -60,7 +107,6 @@ impl Drop for Waiting<'_> {
 struct Bucket {
     qps: f64,
     burst: f64,
-    /// Negative while callers are waiting for reserved tokens.
     tokens: f64,
     updated: Instant,
 }
@@ -84,16 +130,30 @@ impl Bucket {
             Err(wait.max(Duration::from_millis(1)))
         }
     }
+}
 
-    /// Takes one token and returns how long the caller must wait for it.
-    fn reserve(&mut self, now: Instant) -> Duration {
-        self.refill(now);
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::try_from_secs_f64(-self.tokens / self.qps).unwrap_or(Duration::MAX)
+/// Takes the ticket out of its line if its caller goes away before being served, and hands the
+/// watch over the bucket to the next waiter.
+struct InLine<'a> {
+    dispatch: &'a Mutex<Dispatch>,
+    ticket: Arc<Ticket>,
+    served: bool,
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        if self.served {
+            return;
         }
+        let mut d = lock(self.dispatch);
+        let line = &mut d.lines[self.ticket.class];
+        if let Some(pos) = line.iter().position(|t| t.id == self.ticket.id) {
+            line.remove(pos);
+            if line.is_empty() {
+                d.passed[self.ticket.class] = 0;
+            }
+        }
+        d.wake_next();
     }
 }
 
@@ -105,94 +165,90 @@ impl RateLimiter {
         let limited = qps.is_finite() && qps > 0.0;
         let burst = f64::from(burst.max(1));
         RateLimiter {
-            waiting: [
-                AtomicUsize::new(0),
-                AtomicUsize::new(0),
-                AtomicUsize::new(0),
-            ],
-            bucket: limited.then(|| {
-                Mutex::new(Bucket {
-                    qps,
-                    burst,
-                    tokens: burst,
-                    updated: Instant::now(),
+            inner: limited.then(|| {
+                Mutex::new(Dispatch {
+                    bucket: Bucket {
+                        qps,
+                        burst,
+                        tokens: burst,
+                        updated: Instant::now(),
+                    },
+                    lines: Default::default(),
+                    passed: [0; 3],
+                    next_id: 0,
                 })
             }),
         }
     }
 
-    /// Waits for a token for a write of `class`, after every waiting caller of a higher class.
-    /// Cancel-safe.
+    /// Waits for a token for a write of `class`. Callers are served in arrival order within a
+    /// class; between classes, higher first, with the shares of [`MAX_PASSED`]. Cancel-safe.
     pub async fn acquire_for(&self, class: WriteClass) {
-        let Some(bucket) = &self.bucket else {
+        let Some(dispatch) = &self.inner else {
             return;
         };
-        let _waiting = Waiting::new(&self.waiting[class as usize]);
-        if class == WriteClass::Bind {
-            return self.acquire().await;
-        }
+        let class = class as usize;
+        let ticket = {
+            let mut d = lock(dispatch);
+            let nobody_waits = d.lines.iter().all(VecDeque::is_empty);
+            if nobody_waits && d.bucket.take_now(Instant::now()).is_ok() {
+                return;
+            }
+            d.next_id += 1;
+            let ticket = Arc::new(Ticket {
+                id: d.next_id,
+                class,
+                turn: Notify::new(),
+            });
+            d.lines[class].push_back(ticket.clone());
+            ticket
+        };
+        let mut in_line = InLine {
+            dispatch,
+            ticket,
+            served: false,
+        };
         loop {
-            let higher_waiting = self.waiting[..class as usize]
-                .iter()
-                .any(|w| w.load(Ordering::SeqCst) > 0);
+            // Only the caller served next watches the bucket; the others wait for their turn.
             let wait = {
-                let mut b = lock(bucket);
-                if higher_waiting {
-                    // The next token is the higher class's: look again after it.
-                    b.refill(Instant::now());
-                    let until_token = ((1.0 - b.tokens).max(0.0) + 1.0) / b.qps;
-                    Duration::try_from_secs_f64(until_token)
-                        .unwrap_or(Duration::MAX)
-                        .max(Duration::from_millis(1))
-                } else {
-                    match b.take_now(Instant::now()) {
-                        Ok(()) => return,
-                        Err(wait) => wait,
+                let mut d = lock(dispatch);
+                if d.is_next(&in_line.ticket) {
+                    match d.bucket.take_now(Instant::now()) {
+                        Ok(()) => {
+                            d.served(class);
+                            in_line.served = true;
+                            d.wake_next();
+                            return;
+                        }
+                        Err(wait) => Some(wait),
                     }
+                } else {
+                    None
                 }
             };
-            tokio::time::sleep(wait).await;
+            match wait {
+                // A caller of a higher class may arrive meanwhile: look again when the token is
+                // due, or sooner if woken.
+                Some(wait) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = in_line.ticket.turn.notified() => {}
+                    }
+                }
+                None => in_line.ticket.turn.notified().await,
+            }
         }
     }
 
-    /// Waits for a token. Cancel-safe: dropping the future before it completes returns the
-    /// reserved token.
+    /// Waits for a token as a bind would.
     pub async fn acquire(&self) {
-        let Some(bucket) = &self.bucket else {
-            return;
-        };
-        let wait = lock(bucket).reserve(Instant::now());
-        if wait.is_zero() {
-            return;
-        }
-        let refund = Refund(Some(bucket));
-        tokio::time::sleep(wait).await;
-        refund.disarm();
-    }
-}
-
-/// Gives a reserved token back if the waiting caller goes away. Callers that reserved after it
-/// keep their (now slightly pessimistic) wake-up times, which only errs on the slow side.
-struct Refund<'a>(Option<&'a Mutex<Bucket>>);
-
-impl Refund<'_> {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for Refund<'_> {
-    fn drop(&mut self) {
-        if let Some(bucket) = self.0 {
-            let mut bucket = lock(bucket);
-            bucket.tokens = (bucket.tokens + 1.0).min(bucket.burst);
-        }
+        self.acquire_for(WriteClass::Bind).await
     }
 }
 
 /// The bucket is plain numbers updated in one step, so a poisoned lock still holds a usable state.
-fn lock(bucket: &Mutex<Bucket>) -> std::sync::MutexGuard<'_, Bucket> {
-    bucket.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock(dispatch: &Mutex<Dispatch>) -> std::sync::MutexGuard<'_, Dispatch> {
+    dispatch.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -267,7 +323,9 @@ mod tests {
         assert_eq!(ms_since(t0), 1000);
     }
 
-    /// Events asked first still wait for the binds and status writes that came after them.
+    /// Events asked first still wait for the binds and status writes that came after them, but
+    /// each lower class gets its share: a status write after two binds, an event after four
+    /// tokens of higher classes.
     #[tokio::test(start_paused = true)]
     async fn binds_go_before_status_writes_and_status_before_events() {
         let limiter = Arc::new(RateLimiter::new(10.0, 1));
@@ -302,9 +360,69 @@ mod tests {
         assert_eq!(
             order,
             [
-                "bind", "bind", "bind", "status", "status", "event", "event", "event"
+                "bind", "bind", "status", "bind", "event", "status", "event", "event"
             ]
         );
+    }
+
+    /// Under a flood of binds, status writes still get a third of the rate (and events a
+    /// fifth of what is left), in arrival order within each class.
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_of_binds_leaves_status_writes_their_share() {
+        let limiter = Arc::new(RateLimiter::new(10.0, 1));
+        limiter.acquire().await; // empty the bucket
+        let t0 = Instant::now();
+        let spawn = |class: WriteClass, n: usize| {
+            (0..n)
+                .map(|i| {
+                    let limiter = Arc::clone(&limiter);
+                    tokio::spawn(async move {
+                        limiter.acquire_for(class).await;
+                        (i, ms_since(t0))
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+        let binds = spawn(WriteClass::Bind, 300);
+        tokio::task::yield_now().await;
+        let statuses = spawn(WriteClass::Status, 10);
+        let mut status_times = Vec::new();
+        for t in statuses {
+            status_times.push(t.await.expect("task"));
+        }
+        // In order, one every three tokens (300 ms at 10 per second), not after the 300 binds.
+        let times: Vec<u128> = status_times.iter().map(|(_, ms)| *ms).collect();
+        assert_eq!(times, (1..=10).map(|k| k * 300).collect::<Vec<_>>());
+        assert!(status_times.iter().enumerate().all(|(k, (i, _))| k == *i));
+        for t in binds {
+            t.await.expect("task");
+        }
+        // Every token was used: 310 writes in 31 s.
+        assert_eq!(ms_since(t0), 31_000);
+    }
+
+    /// A waiter that gives up hands the bucket on: the next one is not left waiting for a wake-up
+    /// that never comes.
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_waiter_hands_over() {
+        let limiter = Arc::new(RateLimiter::new(10.0, 1));
+        limiter.acquire().await;
+        let first = {
+            let limiter = Arc::clone(&limiter);
+            tokio::spawn(async move { limiter.acquire_for(WriteClass::Bind).await })
+        };
+        tokio::task::yield_now().await;
+        let t0 = Instant::now();
+        let second = {
+            let limiter = Arc::clone(&limiter);
+            tokio::spawn(async move {
+                limiter.acquire_for(WriteClass::Status).await;
+                ms_since(t0)
+            })
+        };
+        tokio::task::yield_now().await;
+        first.abort();
+        assert_eq!(second.await.expect("task"), 100);
     }
 
     #[tokio::test(start_paused = true)]

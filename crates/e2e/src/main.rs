@@ -47,6 +47,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("debug-state", tests::debugstate::debug_state),
     ("leader-pause", tests::fencing::leader_pause),
     ("kill-loop", tests::killloop::kill_loop),
+    ("low-write-rate", tests::writerate::low_write_rate),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

@@ -16,9 +16,10 @@ pub trait WriteSink: Send + Sync {
     fn assume(&self, decisions: &Decisions);
 
     /// Writes a session's decisions. The returned future resolves when the next session may
-    /// run: every write the next session's comparison depends on (PodGroup and Queue status,
-    /// pod conditions, evictions) is done; binds and events may still be under way. Dropping
-    /// the future does not cancel the writes.
+    /// run; which writes that waits for is the sink's policy, and it must keep the next
+    /// session from deciding a write again while it is still under way (by waiting for it, or
+    /// by replacing the waiting write with the newer decision). Dropping the future does not
+    /// cancel the writes.
     fn write(&self, decisions: Decisions) -> BoxFuture<'static, ()>;
 
     /// Publishes one event that is not part of a session (configuration outcomes, malformed

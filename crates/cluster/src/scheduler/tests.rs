@@ -250,6 +250,8 @@ async fn binds_are_assumed_before_the_next_session() {
         let state = f.shared.lock();
         let a = state.pod("ns/a").expect("a");
         assert_eq!(a.node_name.as_deref(), Some("n1"));
+        // Binding until the watch shows it: the PodGroup phase does not run ahead of the bind.
+        assert_eq!(a.status, engine::model::TaskStatus::Binding);
     }
     assert_eq!(ran(&f.scheduler.run_cycle().await).binds, 0);
     assert_eq!(f.sink.binds().len(), 2);

@@ -14,3 +14,4 @@ pub mod quota;
 pub mod rbac;
 pub mod reload;
 pub mod restart;
+pub mod writerate;

@@ -194,7 +194,12 @@ impl ClusterState {
         let mut pod = (*observed).clone();
         pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
         Arc::make_mut(&mut self.assumed).insert(key.to_string(), observed);
-        self.insert_pod(key.to_string(), pod);
+        // Binding, as in Volcano's cache until the watch shows the pod bound: it holds its
+        // node's capacity, cannot be preempted, and does not yet count as scheduled for the
+        // PodGroup's phase (spec/framework.md §2.7.1), so Running follows the binds.
+        let mut spec = TaskSpec::from_pod(Arc::new(pod), true, self.default_queue());
+        spec.status = crate::model::TaskStatus::Binding;
+        Arc::make_mut(&mut self.pods).insert(key.to_string(), Arc::new(spec));
         true
     }
 
