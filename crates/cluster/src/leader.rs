@@ -82,7 +82,7 @@ impl Fence {
         self.0.until.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn hold_until(&self, until: Instant) {
+    pub(crate) fn hold_until(&self, until: Instant) {
         *self.lock() = Some(until);
     }
 

@@ -21,7 +21,7 @@ use cluster::http::{self, Health};
 use cluster::leader::{self, LeaderConfig};
 use cluster::metrics::Metrics;
 use cluster::ratelimit::RateLimiter;
-use cluster::scheduler::{Scheduler, SchedulerParts, WriteSink};
+use cluster::scheduler::{FencedLeader, Scheduler, SchedulerParts, WriteSink};
 use cluster::shared::Shared;
 use engine::conf::KnownNames;
 use engine::framework::{Event as SchedEvent, ObjectRef, SessionOptions};
@@ -398,7 +398,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         conf,
         registry,
         session_options,
-        leader: Box::new(leader_rx),
+        leader: Box::new(FencedLeader {
+            elected: leader_rx,
+            fence: fence.clone(),
+        }),
         metrics: metrics.clone(),
         clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
         identity,

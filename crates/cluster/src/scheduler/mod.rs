@@ -75,6 +75,35 @@ impl LeaderSignal for watch::Receiver<bool> {
     }
 }
 
+/// The daemon's leadership: what the elector last published, and only while the Lease was
+/// renewed within the renew deadline ([`crate::leader::Fence`]). A leader resumed after a pause
+/// longer than that stops deciding at once, before its elector notices, so it never acts on a
+/// view the new leader has already changed.
+pub struct FencedLeader {
+    pub elected: watch::Receiver<bool>,
+    pub fence: crate::leader::Fence,
+}
+
+impl LeaderSignal for FencedLeader {
+    fn leading(&self) -> bool {
+        *self.elected.borrow() && self.fence.holds()
+    }
+
+    fn alive(&self) -> bool {
+        self.elected.has_changed().is_ok()
+    }
+
+    fn changed(&mut self) -> BoxFuture<'_, ()> {
+        // The fence turns back without a message (a renewal after a pause): look again soon.
+        Box::pin(async move {
+            tokio::select! {
+                _ = watch::Receiver::changed(&mut self.elected) => {}
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        })
+    }
+}
+
 /// The wall clock sessions are given as "now" (a fixed one in the simulator).
 pub type WallClock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 

@@ -409,3 +409,18 @@ async fn run_ends_on_a_dead_leader_signal_and_on_shutdown() {
     assert_eq!(f.sink.binds().len(), 2);
     stop.await.expect("stopper");
 }
+
+/// A replica whose Lease renewal is older than the renew deadline decides nothing, whatever the
+/// elector last said.
+#[tokio::test]
+async fn a_leader_with_a_stale_lease_decides_nothing() {
+    let (_leader_tx, leader_rx) = watch::channel(true);
+    let fence = crate::leader::Fence::elected();
+    let mut f = fixture(Box::new(FencedLeader {
+        elected: leader_rx,
+        fence: fence.clone(),
+    }));
+    assert_eq!(f.scheduler.run_cycle().await, CycleOutcome::Standby);
+    fence.hold_until(tokio::time::Instant::now() + Duration::from_secs(10));
+    assert_eq!(ran(&f.scheduler.run_cycle().await).binds, 2);
+}

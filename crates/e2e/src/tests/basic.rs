@@ -199,7 +199,10 @@ pub fn gang(env: Env) -> BoxFuture<'static, Result<()>> {
         // the API instead cannot tell one session's four concurrent binds from binds of two
         // sessions 200 ms apart without timing assumptions.
         let daemon = ctx
-            .daemon_logging("info,volcano_rs::daemon=debug", &["--log-format", "json"])
+            .daemon_logging(
+                "info,volcano_rs_cluster::scheduler=debug",
+                &["--log-format", "json"],
+            )
             .await?;
 
         let pg_api = ctx.pod_groups_api();
