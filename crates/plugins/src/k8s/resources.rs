@@ -25,7 +25,7 @@ pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 /// Upstream `DefaultMemoryRequest`: memory counted for a container without a memory request.
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
-const MIB: i64 = 1024 * 1024;
+pub(crate) const MIB: i64 = 1024 * 1024;
 /// ImageLocality lower clamp of the summed image score.
 const IMAGE_MIN_THRESHOLD: i64 = 23 * MIB;
 /// ImageLocality upper clamp per container.
@@ -115,7 +115,7 @@ pub fn balanced_allocation_score(fractions: &[f64]) -> i64 {
 }
 
 /// Upstream `normalizedImageName`: an image without a tag gets `:latest`.
-fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
+pub fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
     let last_colon = name.rfind(':');
     let last_slash = name.rfind('/');
     // Go compares LastIndex results with -1 for "absent"; `None < Some(_)` mirrors that.
@@ -177,17 +177,17 @@ pub fn image_locality_score(
         }
     }
 
-    let count = i64::try_from(containers.len()).unwrap_or(i64::MAX);
+    image_score(sum, containers.len())
+}
+
+/// Upstream ImageLocality `calculatePriority`: clamp the summed image score to
+/// `[23 MiB, 1000 MiB × containers]` and map it linearly onto `0..=100`.
+pub fn image_score(sum: i64, containers: usize) -> i64 {
+    let count = i64::try_from(containers).unwrap_or(i64::MAX);
     let max_threshold = IMAGE_MAX_CONTAINER_THRESHOLD.saturating_mul(count);
-    let clamped = if sum < IMAGE_MIN_THRESHOLD {
-        IMAGE_MIN_THRESHOLD
-    } else if sum > max_threshold {
-        max_threshold
-    } else {
-        sum
-    };
+    let clamped = sum.clamp(IMAGE_MIN_THRESHOLD, max_threshold.max(IMAGE_MIN_THRESHOLD));
     let range = i128::from(max_threshold) - i128::from(IMAGE_MIN_THRESHOLD);
-    if range == 0 {
+    if range <= 0 {
         return 0;
     }
     saturate(

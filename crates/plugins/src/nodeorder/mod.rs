@@ -53,6 +53,7 @@ use crate::k8s::resources::{
     MAX_NODE_SCORE, balanced_allocation_score, least_allocated_score, most_allocated_score,
     non_zero_request, normalize_max,
 };
+use crate::k8s::resources::{image_score, normalized_image_name};
 use crate::k8s::taints::count_intolerable_prefer_no_schedule;
 use crate::k8s::topology_spread::spread_scores;
 use crate::predicates::{
@@ -103,12 +104,6 @@ const MOST_ALLOCATED_WEIGHTS: [i64; 2] = [1, 1];
 /// The extended resource BalancedAllocation weighs besides cpu and memory.
 const GPU: &str = "nvidia.com/gpu";
 const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
-
-const MIB: i64 = 1024 * 1024;
-/// ImageLocality: a summed image score below this counts as nothing.
-const IMAGE_MIN_THRESHOLD: i64 = 23 * MIB;
-/// ImageLocality: the summed image score saturates at this much per container.
-const IMAGE_MAX_CONTAINER_THRESHOLD: i64 = 1000 * MIB;
 
 /// The weights of §7.1.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -331,37 +326,6 @@ impl ImageSpread {
             size_on_node,
         }
     }
-}
-
-/// Upstream `normalizedImageName`: an image without a tag is `:latest`.
-fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
-    if name.rfind(':') <= name.rfind('/') {
-        std::borrow::Cow::Owned(format!("{name}:latest"))
-    } else {
-        std::borrow::Cow::Borrowed(name)
-    }
-}
-
-/// Upstream ImageLocality `calculatePriority`: clamp the summed image score to
-/// `[23 MiB, 1000 MiB × containers]` and map it linearly onto `0..=100`.
-fn image_score(sum: i64, containers: usize) -> i64 {
-    let max_threshold =
-        IMAGE_MAX_CONTAINER_THRESHOLD.saturating_mul(i64::try_from(containers).unwrap_or(i64::MAX));
-    let clamped = if sum < IMAGE_MIN_THRESHOLD {
-        IMAGE_MIN_THRESHOLD
-    } else if sum > max_threshold {
-        max_threshold
-    } else {
-        sum
-    };
-    let range = i128::from(max_threshold) - i128::from(IMAGE_MIN_THRESHOLD);
-    if range == 0 {
-        return 0;
-    }
-    let score = i128::from(MAX_NODE_SCORE)
-        * (i128::from(clamped) - i128::from(IMAGE_MIN_THRESHOLD))
-        / range;
-    i64::try_from(score).unwrap_or(0)
 }
 
 /// The plugin instance of one session.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::k8s::resources::MIB;
 use crate::testutil::{StateLookup, TestCluster, allocate, pod, pod_group};
 use engine::conf::{ArgValue, MAX_WEIGHT, PluginOption};
 use engine::framework::{Session, Statement};
