@@ -88,9 +88,6 @@ impl Dispatch {
                 self.passed[c] += 1;
             }
         }
-        if self.lines[class].is_empty() {
-            self.passed[class] = 0;
-        }
     }
 
     /// Wakes whoever is served next, so that exactly one waiter watches the bucket.

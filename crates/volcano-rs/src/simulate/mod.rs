@@ -243,12 +243,8 @@ impl LeaderSignal for AlwaysLeader {
     }
 
     fn changed(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(futures_pending())
+        Box::pin(std::future::pending())
     }
-}
-
-async fn futures_pending() {
-    std::future::pending::<()>().await
 }
 
 /// What the simulated API server was asked to write, cycle by cycle.
