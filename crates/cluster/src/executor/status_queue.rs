@@ -102,6 +102,12 @@ impl StatusQueue {
             .count()
     }
 
+    /// Whether any write waits (possibly behind one in flight for its object). O(1), unlike
+    /// [`takeable`](Self::takeable).
+    pub(crate) fn has_waiting(&self) -> bool {
+        !self.urgent.is_empty() || !self.order.is_empty()
+    }
+
     /// Writes waiting or in flight.
     pub(crate) fn len(&self) -> usize {
         self.urgent.len() + self.order.len() + self.in_flight.len()
