@@ -167,8 +167,7 @@ impl Executor {
                 .status
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .takeable()
-                > 0
+                .has_waiting()
             {
                 self.limiter.acquire_for(WriteClass::Status).await;
             }
