@@ -8,8 +8,10 @@
 //!   conditions, then a delete with the pod's own grace period.
 //! * PodGroup status, pod `PodScheduled=False` conditions and Queue `status` are written only
 //!   when the session found them changed (the session compares against what it observed).
-//! * Every call waits for the client-side rate limiter (`--kube-api-qps`/`--kube-api-burst`);
-//!   idempotent writes are retried with backoff on transient errors.
+//! * Every write goes through the client's policy layers ([`crate::api_client`]): the rate
+//!   limiter (`--kube-api-qps`/`--kube-api-burst`) by class, the fence, and one bounded retry of
+//!   idempotent writes on transient errors. The executor keeps the limiter only so that a status
+//!   worker can take its token before it takes a write.
 //! * Identical events are published at most once per [`EVENT_REPEAT_INTERVAL`] per object, so
 //!   an unschedulable job does not cost an API write every cycle.
 
@@ -32,7 +34,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
-use crate::leader::Fence;
+use crate::api_client;
 use crate::metrics::Metrics;
 use crate::ratelimit::{RateLimiter, WriteClass};
 use crate::scheduler::WriteSink;
@@ -41,14 +43,6 @@ use status_queue::{StatusQueue, StatusWrite};
 
 /// How often an identical event (same object, reason and message) may be published again.
 pub const EVENT_REPEAT_INTERVAL: Duration = Duration::from_secs(600);
-
-tokio::task_local! {
-    /// Set while a status worker sends a write it already holds a rate-limit token for.
-    static TOKEN_HELD: std::cell::Cell<bool>;
-}
-
-/// Attempts for idempotent writes before giving up until the next cycle.
-const WRITE_ATTEMPTS: u32 = 3;
 
 pub struct ExecutorConfig {
     pub bind_workers: usize,
@@ -66,8 +60,6 @@ pub struct Executor {
     metrics: Arc<Metrics>,
     cfg: ExecutorConfig,
     recent_events: Mutex<HashMap<(String, String, String), Instant>>,
-    /// Every write checks it just before it is sent.
-    fence: Fence,
     /// Writes that outlive [`WriteSink::write`]'s future: binds, events, and status writes
     /// whose caller went away. [`WriteSink::drain`] waits for them.
     background: Mutex<tokio::task::JoinSet<()>>,
@@ -85,7 +77,7 @@ pub const MAX_EVENT_BATCHES: usize = 4;
 /// Why a write was not done.
 #[derive(Debug)]
 enum WriteError {
-    /// This replica does not hold a fresh Lease (see [`Fence`]): the write was not sent.
+    /// This replica does not hold a fresh Lease (see [`crate::leader::Fence`]): not sent.
     Fenced,
     Api(kube::Error),
 }
@@ -99,23 +91,6 @@ impl std::fmt::Display for WriteError {
     }
 }
 
-/// Binds first, then status writes and evictions, then events (see `ratelimit`).
-fn write_class(what: &str) -> WriteClass {
-    match what {
-        "bind" => WriteClass::Bind,
-        "event" => WriteClass::Event,
-        _ => WriteClass::Status,
-    }
-}
-
-fn is_transient(e: &kube::Error) -> bool {
-    match e {
-        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
-        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
-        _ => false,
-    }
-}
-
 impl Executor {
     pub fn new(
         client: Client,
@@ -123,7 +98,6 @@ impl Executor {
         limiter: Arc<RateLimiter>,
         metrics: Arc<Metrics>,
         cfg: ExecutorConfig,
-        fence: Fence,
     ) -> Self {
         Executor {
             client,
@@ -131,7 +105,6 @@ impl Executor {
             limiter,
             metrics,
             cfg,
-            fence,
             recent_events: Mutex::new(HashMap::new()),
             background: Mutex::new(tokio::task::JoinSet::new()),
             event_batches: Arc::new(AtomicUsize::new(0)),
@@ -188,7 +161,7 @@ impl Executor {
                     StatusWrite::Queue(q) => self.write_queue_status(q).await,
                 }
             };
-            TOKEN_HELD.scope(std::cell::Cell::new(true), send).await;
+            api_client::with_token_held(send).await;
             self.status
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -315,39 +288,19 @@ impl Executor {
         }
     }
 
-    /// Sends one write (retried when idempotent and the error is transient), each attempt only
-    /// while the fence holds: a write queued behind the rate limiter or a retry delay when
-    /// leadership ends is dropped, not sent.
-    async fn call<T, F, Fut>(&self, what: &str, idempotent: bool, f: F) -> Result<T, WriteError>
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, kube::Error>>,
-    {
-        let mut delay = Duration::from_millis(100);
-        let mut attempt = 1;
-        loop {
-            // A status worker takes its token before it takes the write; the first attempt uses it.
-            let held = TOKEN_HELD.try_with(|t| t.replace(false)).unwrap_or(false);
-            if !held {
-                self.limiter.acquire_for(write_class(what)).await;
+    /// Sends one write through the client's policy layers ([`crate::api_client`]: rate limit,
+    /// fence, bounded retry) and tells a fenced write from an API error.
+    async fn call<T>(
+        &self,
+        write: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, WriteError> {
+        write.await.map_err(|e| {
+            if api_client::is_fenced(&e) {
+                WriteError::Fenced
+            } else {
+                WriteError::Api(e)
             }
-            if !self.fence.holds() {
-                self.metrics.write_fenced(what);
-                return Err(WriteError::Fenced);
-            }
-            self.metrics.write_sent(what);
-            tracing::trace!(write = what, "sending write");
-            match f().await {
-                Ok(v) => return Ok(v),
-                Err(e) if idempotent && attempt < WRITE_ATTEMPTS && is_transient(&e) => {
-                    tracing::debug!(what, error = %e, attempt, "transient API error; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                    attempt += 1;
-                }
-                Err(e) => return Err(WriteError::Api(e)),
-            }
-        }
+        })
     }
 
     fn pods(&self, namespace: &str) -> Api<Pod> {
@@ -376,9 +329,7 @@ impl Executor {
         let started = Instant::now();
         let pp = PostParams::default();
         let result: Result<serde_json::Value, _> = self
-            .call("bind", false, || {
-                pods.create_subresource("binding", name, &pp, &binding)
-            })
+            .call(pods.create_subresource("binding", name, &pp, &binding))
             .await;
         match result {
             Ok(_) => {
@@ -443,9 +394,7 @@ impl Executor {
         let patch = json!({"status": status});
         let pods = self.pods(ns);
         let (pp, patch) = (PatchParams::default(), Patch::Strategic(&patch));
-        let result = self
-            .call("pod status", true, || pods.patch_status(name, &pp, &patch))
-            .await;
+        let result = self.call(pods.patch_status(name, &pp, &patch)).await;
         match result {
             Ok(_) => {
                 self.publish(&SchedEvent {
@@ -472,9 +421,7 @@ impl Executor {
         let patch = json!({"status": status});
         let api: Api<PodGroup> = Api::namespaced(self.client.clone(), ns);
         let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        let result = self
-            .call("podgroup status", true, || api.patch(name, &pp, &patch))
-            .await;
+        let result = self.call(api.patch(name, &pp, &patch)).await;
         if let Err(WriteError::Api(e)) = result {
             tracing::warn!(pod_group = %u.pod_group, error = %e, "PodGroup status not written; retried next cycle");
         }
@@ -510,11 +457,7 @@ impl Executor {
         }
         let patch = json!({"status": status});
         let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        let result = self
-            .call("queue status", true, || {
-                api.patch_status(&q.queue, &pp, &patch)
-            })
-            .await;
+        let result = self.call(api.patch_status(&q.queue, &pp, &patch)).await;
         if let Err(WriteError::Api(e)) = result {
             tracing::warn!(queue = %q.queue, error = %e, "Queue status not written; retried next cycle");
         }
@@ -541,12 +484,7 @@ impl Executor {
         ]}});
         let pods = self.pods(ns);
         let (pp, patch) = (PatchParams::default(), Patch::Strategic(&patch));
-        match self
-            .call("evict status", true, || {
-                pods.patch_status(name, &pp, &patch)
-            })
-            .await
-        {
+        match self.call(pods.patch_status(name, &pp, &patch)).await {
             Ok(_) => {}
             Err(WriteError::Fenced) => {
                 self.shared.lock().rollback_eviction(&e.pod);
@@ -557,10 +495,7 @@ impl Executor {
             }
         }
         let dp = DeleteParams::default();
-        match self
-            .call("evict delete", true, || pods.delete(name, &dp))
-            .await
-        {
+        match self.call(pods.delete(name, &dp)).await {
             Ok(_) => self.metrics.evictions(&e.action, 1),
             Err(WriteError::Api(kube::Error::Api(s))) if s.code == 404 => {}
             Err(err) => {
@@ -617,14 +552,7 @@ impl Executor {
             ..Default::default()
         };
         let api: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
-        self.limiter.acquire_for(WriteClass::Event).await;
-        if !self.fence.holds() {
-            self.metrics.write_fenced("event");
-            return;
-        }
-        self.metrics.write_sent("event");
-        tracing::trace!(write = "event", "sending write");
-        if let Err(e) = api.create(&PostParams::default(), &event).await {
+        if let Err(e) = self.call(api.create(&PostParams::default(), &event)).await {
             tracing::debug!(error = %e, reason = %ev.reason, "event not published");
             // Let the next identical event try again instead of suppressing it.
             self.recent_events
@@ -687,11 +615,6 @@ impl WriteSink for Arc<Executor> {
     ) -> futures::future::BoxFuture<'static, Result<(), String>> {
         let (me, name) = (Arc::clone(self), name.to_string());
         Box::pin(async move {
-            me.limiter.acquire_for(WriteClass::Status).await;
-            if !me.fence.holds() {
-                me.metrics.write_fenced("queue create");
-                return Err(WriteError::Fenced.to_string());
-            }
             crate::queues::ensure_queue(&me.client, &name, reclaimable)
                 .await
                 .map(|_| ())

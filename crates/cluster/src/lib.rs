@@ -12,6 +12,7 @@
 //!   writing through a [`scheduler::WriteSink`] — the executor here, memory in the simulator.
 //! * [`invariants`]: the runtime invariant checker's reporting (once per finding, with grace).
 
+pub mod api_client;
 pub mod conf_watch;
 pub mod dump;
 pub mod executor;

@@ -560,8 +560,8 @@ impl Metrics {
                 r,
                 int_counter_vec(
                     "api_writes_total",
-                    "Write requests sent to the API server, by write (bind, pod status, podgroup \
-                     status, queue status, evict status, evict delete, event); retries count",
+                    "Write requests sent to the API server, by write (bind, pod status, pod \
+                     delete, podgroup status, queue status, queue create, event); retries count",
                     &["write"],
                 ),
             ),

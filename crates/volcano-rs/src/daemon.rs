@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
+use cluster::api_client::{self, WritePolicy};
 use cluster::conf_watch::ConfSource;
 use cluster::executor::{Executor, ExecutorConfig};
 use cluster::http::{self, Health};
@@ -160,7 +161,7 @@ fn parse_node_selector(items: &[String]) -> anyhow::Result<Vec<(String, String)>
         .collect()
 }
 
-async fn build_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+async fn build_client(kubeconfig: Option<&PathBuf>, policy: WritePolicy) -> anyhow::Result<Client> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
@@ -173,7 +174,7 @@ async fn build_client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
             .await
             .context("no kubeconfig and not running in a cluster")?,
     };
-    Client::try_from(config).context("building the API client")
+    api_client::build(config, policy).context("building the API client")
 }
 
 /// Resolves when SIGTERM or SIGINT arrives.
@@ -265,14 +266,31 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .validate()
             .map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
     }
-    let client = build_client(args.kubeconfig.as_ref()).await?;
+    let metrics = Metrics::new();
+    // Every write checks it just before it is sent: only a replica that renewed its Lease within
+    // the renew deadline writes, whatever the session loop believes.
+    let fence = if args.leader_elect {
+        leader::Fence::elected()
+    } else {
+        leader::Fence::always()
+    };
+    let limiter = Arc::new(RateLimiter::new(args.kube_api_qps, args.kube_api_burst));
+    // One client for watches, the elector and the executor; writes pass its policy layers.
+    let client = build_client(
+        args.kubeconfig.as_ref(),
+        WritePolicy {
+            limiter: limiter.clone(),
+            fence: fence.clone(),
+            metrics: metrics.clone(),
+        },
+    )
+    .await?;
 
     let shared = Shared::new(ClusterState::new(StateOptions {
         scheduler_names: args.scheduler_names.clone(),
         default_queue: args.default_queue.clone(),
         node_selector: parse_node_selector(&args.node_selector)?,
     }));
-    let metrics = Metrics::new();
     let health = Arc::new(Health::new(args.leader_elect));
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -322,13 +340,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // Leader election. The lease is released only after in-flight writes have drained, so a
     // standby never writes while we still do.
     let (leader_tx, leader_rx) = watch::channel(!args.leader_elect);
-    // Every write checks it: only a replica that renewed its Lease within the renew deadline
-    // writes, whatever the session loop believes.
-    let fence = if args.leader_elect {
-        leader::Fence::elected()
-    } else {
-        leader::Fence::always()
-    };
     health.set_fence(fence.clone());
     let (release_tx, release_rx) = watch::channel(false);
     let elector = if args.leader_elect {
@@ -344,7 +355,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         None
     };
 
-    let limiter = Arc::new(RateLimiter::new(args.kube_api_qps, args.kube_api_burst));
     let executor = Arc::new(Executor::new(
         client.clone(),
         shared.clone(),
@@ -359,7 +369,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| "volcano-rs".into()),
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| identity.clone()),
         },
-        fence.clone(),
     ));
     let session_options = SessionOptions {
         minimum_feasible_nodes: args.minimum_feasible_nodes as usize,
