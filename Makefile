@@ -25,22 +25,23 @@ clippy:
 unit:
 	$(CARGO) test --workspace
 
-## End-to-end: the daemon against a local control plane brought up for the run and always
-## brought down after it (e2e/README.md); tests in crates/e2e. Daemons a crashed runner left
-## behind are killed from the pid list the harness keeps.
+## End-to-end: the daemon against local control planes brought up for the run and always
+## brought down after it (e2e/README.md); tests in crates/e2e, in two shards run at once, each
+## on its own control plane (e2e/run-shards.sh). Daemons a crashed runner left behind are
+## killed from the pid lists the harness keeps.
 E2E_TARGET := $(or $(CARGO_TARGET_DIR),target)
 e2e:
 	$(CARGO) build -p volcano-rs -p volcano-rs-e2e
-	./e2e/with-cluster.sh $(E2E_TARGET)/debug/volcano-rs-e2e; status=$$?; \
-	pids=$(E2E_TARGET)/e2e-logs/pids; \
-	if [ -f $$pids ]; then \
+	./e2e/run-shards.sh $(E2E_TARGET)/debug/volcano-rs-e2e; status=$$?; \
+	for pids in $(E2E_TARGET)/e2e-logs/*/pids; do \
+		[ -f $$pids ] || continue; \
 		for pid in $$(cat $$pids); do \
 			if tr '\0' ' ' 2>/dev/null </proc/$$pid/cmdline | grep -q -- ' run .*--scheduler-name=e2e-'; then \
 				kill -KILL $$pid 2>/dev/null || true; \
 			fi; \
 		done; \
 		rm -f $$pids; \
-	fi; \
+	done; \
 	exit $$status
 
 ## One session of the default configuration on synthetic clusters; see docs/benchmarks.md.

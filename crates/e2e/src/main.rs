@@ -14,7 +14,8 @@
 //! as allocated in their queue in every other test's daemon, whose proportion plugin then
 //! shrinks its own queues' deserved share (of its own few nodes) and refuses tasks that would
 //! fit. Tests that assert queue shares, or that a pod was tried on the nodes, are then flaky.
-//! `E2E_PARALLEL=3` is faster for tests known not to interfere.
+//! `E2E_PARALLEL=3` is faster for tests known not to interfere. `make e2e` instead runs two
+//! runners at once, each on its own control plane (e2e/run-shards.sh, `--skip`).
 //!
 //! Environment: `KUBECONFIG` (required; `source e2e/env.sh`), `VOLCANO_RS_BIN` (default
 //! `<target>/debug/volcano-rs`), `CARGO_TARGET_DIR`, `E2E_LOG_DIR` (default
@@ -52,9 +53,9 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];
 
-const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [FILTER...]
-Runs the e2e tests whose names contain a FILTER (all without one) against $KUBECONFIG;
---cleanup only deletes what those tests may have left in the cluster.
+const USAGE: &str = "usage: volcano-rs-e2e [--list | --cleanup] [--skip NAME]... [FILTER...]
+Runs the e2e tests whose names contain a FILTER (all without one) and no --skip NAME against
+$KUBECONFIG; --cleanup only deletes what those tests may have left in the cluster.
 Environment: VOLCANO_RS_BIN, E2E_LOG_DIR, E2E_TIMEOUT (s, default 180), E2E_PARALLEL (default 1).";
 
 #[tokio::main]
@@ -83,17 +84,17 @@ async fn run() -> anyhow::Result<bool> {
         return Ok(true);
     }
     let cleanup_only = args.iter().any(|a| a == "--cleanup");
-    let args: Vec<String> = args.into_iter().filter(|a| a != "--cleanup").collect();
-    if let Some(flag) = args.iter().find(|a| a.starts_with('-')) {
-        bail!("unknown option {flag}\n{USAGE}");
-    }
+    let (filters, skips) = split_skips(args.into_iter().filter(|a| a != "--cleanup"))?;
     let selected: Vec<(&'static str, TestFn)> = TESTS
         .iter()
-        .filter(|(name, _)| args.is_empty() || args.iter().any(|f| name.contains(f.as_str())))
+        .filter(|(name, _)| {
+            (filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+                && !skips.iter().any(|s| name.contains(s.as_str()))
+        })
         .copied()
         .collect();
     if selected.is_empty() {
-        bail!("no test matches {args:?}; see --list");
+        bail!("no test matches {filters:?} without {skips:?}; see --list");
     }
     let timeout = Duration::from_secs(env_number("E2E_TIMEOUT", 180)?);
     let parallel = env_number("E2E_PARALLEL", 1)?.max(1) as usize;
@@ -148,6 +149,26 @@ async fn run() -> anyhow::Result<bool> {
     eprintln!("e2e wall time {:.1}s", started.elapsed().as_secs_f64());
     println!("{passed} passed, {failed} failed");
     Ok(failed == 0)
+}
+
+/// Splits the arguments into filters and `--skip` values; any other option is refused.
+fn split_skips(
+    mut args: impl Iterator<Item = String>,
+) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let (mut filters, mut skips) = (Vec::new(), Vec::new());
+    while let Some(a) = args.next() {
+        if a == "--skip" {
+            skips.push(
+                args.next()
+                    .with_context(|| format!("--skip needs a name\n{USAGE}"))?,
+            );
+        } else if a.starts_with('-') {
+            bail!("unknown option {a}\n{USAGE}");
+        } else {
+            filters.push(a);
+        }
+    }
+    Ok((filters, skips))
 }
 
 /// Runs one test on its own task (a panic fails the test, not the runner), within `timeout`,
