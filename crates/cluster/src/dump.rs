@@ -20,6 +20,43 @@ pub const CONF_API_VERSION: &str = "volcano-rs/v1";
 /// `kind` of the configuration document.
 pub const CONF_KIND: &str = "SchedulerConfiguration";
 
+/// `kind` of a node-load document (the `usage` plugin's input; `volcano-rs simulate` reads it).
+pub const NODE_USAGE_KIND: &str = "NodeUsage";
+
+/// One node's measured load: `cpu` and `memory` in percent (0–100), `metricsTime` when it was
+/// sampled (RFC 3339; the simulator takes its own clock when it is missing, i.e. fresh).
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeUsageDocument {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: NodeUsageMeta,
+    pub cpu: f64,
+    pub memory: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_time: Option<k8s_openapi::jiff::Timestamp>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct NodeUsageMeta {
+    pub name: String,
+}
+
+impl NodeUsageDocument {
+    pub fn new(node: &str, usage: &engine::model::NodeUsage) -> Self {
+        NodeUsageDocument {
+            api_version: CONF_API_VERSION.to_string(),
+            kind: NODE_USAGE_KIND.to_string(),
+            metadata: NodeUsageMeta {
+                name: node.to_string(),
+            },
+            cpu: usage.cpu_percent,
+            memory: usage.memory_percent,
+            metrics_time: Some(usage.metrics_time),
+        }
+    }
+}
+
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 fn push<T: Serialize>(out: &mut String, obj: &T) {
@@ -110,6 +147,9 @@ pub fn dump_yaml(state: &ClusterState, conf: Option<&SchedulerConf>) -> String {
     }
     for x in &o.nodes {
         push(&mut out, &clean(x.as_ref()));
+    }
+    for (node, usage) in state.node_usages() {
+        push(&mut out, &NodeUsageDocument::new(node, usage));
     }
     for x in &o.pod_groups {
         push(&mut out, &clean(x.as_ref()));

@@ -29,6 +29,7 @@ pub mod sla;
 pub mod task_topology;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod usage;
 
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::PluginRegistry;
@@ -55,6 +56,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(resourcequota::NAME, resourcequota::new);
     registry.register(sla::NAME, sla::new);
     registry.register(task_topology::NAME, task_topology::new);
+    registry.register(usage::NAME, usage::new);
     registry
 }
 
@@ -72,6 +74,7 @@ pub fn check_arguments(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
         predicates::NAME => predicates::check_arguments(args),
         resource_strategy_fit::NAME => resource_strategy_fit::check_arguments(args),
         task_topology::NAME => task_topology::check_arguments(args),
+        usage::NAME => usage::check_arguments(args),
         _ => Vec::new(),
     }
 }

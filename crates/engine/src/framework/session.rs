@@ -339,7 +339,9 @@ fn build_state(
     for n in snapshot.nodes_in_order() {
         node_by_name.insert(n.name.clone(), NodeId::from_index(nodes.len()));
         total_resource.add(&n.allocatable);
-        nodes.push(NodeInfo::new(n.clone()));
+        let mut info = NodeInfo::new(n.clone());
+        info.usage = snapshot.node_usage(&n.name);
+        nodes.push(info);
     }
 
     // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we

@@ -13,7 +13,7 @@ pub mod task;
 pub use fit::{FitError, FitErrors, FitStatus, StatusCode};
 pub use ids::{JobId, NodeId, QueueId, TaskId};
 pub use job::JobInfo;
-pub use node::NodeInfo;
+pub use node::{NodeInfo, NodeUsage};
 pub use queue::QueueInfo;
 pub use resource::{DimensionDefault, Resource, ResourceName};
 pub use status::TaskStatus;

@@ -66,6 +66,16 @@ impl NodeSpec {
     }
 }
 
+/// A node's measured load as a metrics source last reported it (spec/plugins-more.md §4.1):
+/// CPU and memory in percent (0–100), averaged over the source's 10-minute window, and when
+/// the sample was taken. Volcano's `NodeInfo.ResourceUsage` with its only key, `"10m"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NodeUsage {
+    pub cpu_percent: f64,
+    pub memory_percent: f64,
+    pub metrics_time: k8s_openapi::jiff::Timestamp,
+}
+
 /// The session's view of one node: what is used, idle, releasing and pipelined.
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
@@ -76,6 +86,8 @@ pub struct NodeInfo {
     pub pipelined: Resource,
     /// Tasks on the node, each with the status it was accounted under.
     pub tasks: Vec<(TaskId, TaskStatus)>,
+    /// The node's measured load, if a metrics source reported one.
+    pub usage: Option<NodeUsage>,
 }
 
 impl NodeInfo {
@@ -86,6 +98,7 @@ impl NodeInfo {
             releasing: Resource::empty(),
             pipelined: Resource::empty(),
             tasks: Vec::new(),
+            usage: None,
             spec,
         }
     }

@@ -201,28 +201,35 @@ fn container_requests(c: &Container) -> Resource {
     }
 }
 
-/// `GetPodResourceRequest` (§5.3): max(regular + sidecars, init peak), plus `pods: 1`,
-/// pod-level requests, and overhead.
-pub fn pod_resource_request(pod: &Pod) -> Resource {
-    let Some(spec) = pod.spec.as_ref() else {
-        let mut r = Resource::empty();
-        r.scalars.set(ResourceName::PODS, 1.0);
-        return r;
-    };
+fn container_limits(c: &Container) -> Resource {
+    match c.resources.as_ref().and_then(|r| r.limits.as_ref()) {
+        Some(lim) => Resource::from_list(lim),
+        None => Resource::empty(),
+    }
+}
+
+/// Containers' values aggregated the scheduler's way: max(regular + sidecars, init peak), then
+/// the pod-level values for the names Kubernetes supports at pod level (cpu, memory,
+/// hugepages) replace the container-derived ones.
+fn aggregate(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    of: fn(&Container) -> Resource,
+    pod_level: Option<&BTreeMap<String, Quantity>>,
+) -> Resource {
     let mut regular = Resource::empty();
     for c in &spec.containers {
-        regular.add(&container_requests(c));
+        regular.add(&of(c));
     }
     let mut sidecars = Resource::empty();
     let mut init_peak = Resource::empty();
     for c in spec.init_containers.iter().flatten() {
-        let req = container_requests(c);
+        let value = of(c);
         let candidate = if is_sidecar(c) {
-            regular.add(&req);
-            sidecars.add(&req);
+            regular.add(&value);
+            sidecars.add(&value);
             sidecars.clone()
         } else {
-            let mut cand = req;
+            let mut cand = value;
             cand.add(&sidecars);
             cand
         };
@@ -230,12 +237,7 @@ pub fn pod_resource_request(pod: &Pod) -> Resource {
     }
     let mut result = regular;
     result.set_max_resource(&init_peak);
-    let pods = result.scalar(ResourceName::PODS);
-    result.scalars.set(ResourceName::PODS, pods + 1.0);
-
-    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-        // Pod-level requests replace the container-derived value for the names Kubernetes
-        // supports at pod level (cpu, memory, hugepages).
+    if let Some(pod_level) = pod_level {
         let supported: BTreeMap<String, Quantity> = pod_level
             .iter()
             .filter(|(k, _)| {
@@ -255,8 +257,49 @@ pub fn pod_resource_request(pod: &Pod) -> Resource {
             }
         }
     }
+    result
+}
+
+/// `GetPodResourceRequest` (§5.3): max(regular + sidecars, init peak), plus `pods: 1`,
+/// pod-level requests, and overhead.
+pub fn pod_resource_request(pod: &Pod) -> Resource {
+    let Some(spec) = pod.spec.as_ref() else {
+        let mut r = Resource::empty();
+        r.scalars.set(ResourceName::PODS, 1.0);
+        return r;
+    };
+    let pod_level = spec.resources.as_ref().and_then(|r| r.requests.as_ref());
+    let mut result = aggregate(spec, container_requests, pod_level);
+    let pods = result.scalar(ResourceName::PODS);
+    result.scalars.set(ResourceName::PODS, pods + 1.0);
     if let Some(overhead) = spec.overhead.as_ref() {
         result.add(&Resource::from_list(overhead));
+    }
+    result
+}
+
+/// `GetPodResourceLimit`: limits aggregated as requests are, with pod-level limits; the
+/// overhead is added only to the dimensions that have a limit (an unlimited one stays 0).
+pub fn pod_resource_limit(pod: &Pod) -> Resource {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Resource::empty();
+    };
+    let pod_level = spec.resources.as_ref().and_then(|r| r.limits.as_ref());
+    let mut result = aggregate(spec, container_limits, pod_level);
+    if let Some(overhead) = spec.overhead.as_ref() {
+        let overhead = Resource::from_list(overhead);
+        if result.milli_cpu != 0.0 {
+            result.milli_cpu += overhead.milli_cpu;
+        }
+        if result.memory != 0.0 {
+            result.memory += overhead.memory;
+        }
+        for (name, value) in overhead.scalars.iter() {
+            let current = result.scalar(name);
+            if current != 0.0 {
+                result.scalars.set(name, current + value);
+            }
+        }
     }
     result
 }

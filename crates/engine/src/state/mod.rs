@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ResourceQuota};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
-use crate::model::node::NodeSpec;
+use crate::model::node::{NodeSpec, NodeUsage};
 use crate::model::queue::QueueSpec;
 use crate::model::task::TaskSpec;
 
@@ -85,6 +85,8 @@ pub struct ClusterState {
     /// Pods we decided to evict whose deletion the API server has not shown yet: key → the pod
     /// as last observed.
     evicting: Arc<BTreeMap<String, Arc<Pod>>>,
+    /// Node load from the metrics source (spec/plugins-more.md §4.1), by node name.
+    node_usage: Arc<BTreeMap<String, NodeUsage>>,
     next_node_seq: u64,
 }
 
@@ -301,6 +303,31 @@ impl ClusterState {
         if self.nodes.contains_key(name) {
             Arc::make_mut(&mut self.nodes).remove(name);
         }
+        if self.node_usage.contains_key(name) {
+            Arc::make_mut(&mut self.node_usage).remove(name);
+        }
+    }
+
+    /// One collection run's results, as Volcano applies them: every node the state holds that
+    /// the run reported on gets the new sample; reports on unknown nodes are dropped, and nodes
+    /// the run did not cover keep what they had.
+    pub fn set_node_usage(&mut self, usage: impl IntoIterator<Item = (String, NodeUsage)>) {
+        let table = Arc::make_mut(&mut self.node_usage);
+        for (name, u) in usage {
+            if self.nodes.contains_key(&name) {
+                table.insert(name, u);
+            }
+        }
+    }
+
+    /// The last sample for a node, if any.
+    pub fn node_usage(&self, name: &str) -> Option<NodeUsage> {
+        self.node_usage.get(name).copied()
+    }
+
+    /// Every node's last sample, by node name (for dumps).
+    pub fn node_usages(&self) -> impl Iterator<Item = (&String, &NodeUsage)> {
+        self.node_usage.iter()
     }
 
     /// Nodes in the order they were first seen.

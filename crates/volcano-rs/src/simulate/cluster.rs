@@ -93,6 +93,22 @@ impl SimCluster {
         for node in &input.nodes {
             state.upsert_node(node.clone());
         }
+        for d in &input.node_usage {
+            if state.node(&d.metadata.name).is_none() {
+                warnings.push(format!(
+                    "NodeUsage {}: no such node; the load is not used",
+                    d.metadata.name
+                ));
+            }
+        }
+        state.set_node_usage(input.node_usage.iter().map(|d| {
+            let usage = engine::model::NodeUsage {
+                cpu_percent: d.cpu,
+                memory_percent: d.memory,
+                metrics_time: d.metrics_time.unwrap_or(now),
+            };
+            (d.metadata.name.clone(), usage)
+        }));
 
         let mut pod_groups = BTreeMap::new();
         for pg in &input.pod_groups {

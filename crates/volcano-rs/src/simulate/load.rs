@@ -41,6 +41,8 @@ pub struct SimInput {
     /// (`kind: SchedulerConfiguration`): its location and text. Used when no
     /// `--scheduler-conf` is given.
     pub scheduler_conf: Option<(String, String)>,
+    /// Node load for the `usage` plugin (`kind: NodeUsage`), in the order read.
+    pub node_usage: Vec<cluster::dump::NodeUsageDocument>,
     /// Problems that did not stop the load (skipped kinds, duplicates), one line each.
     pub warnings: Vec<String>,
     /// (kind, namespace/name) of every object read, to report duplicates.
@@ -249,6 +251,19 @@ impl SimInput {
                 ));
             }
             self.scheduler_conf = Some((located, text.to_string()));
+            return Ok(());
+        }
+        if kind == cluster::dump::NODE_USAGE_KIND && api_version == cluster::dump::CONF_API_VERSION
+        {
+            let doc: cluster::dump::NodeUsageDocument = serde_json::from_value(value.clone())
+                .map_err(|e| input_error(format!("{location} ({kind} {name})"), e.to_string()))?;
+            if !(doc.cpu.is_finite() && doc.memory.is_finite()) {
+                return Err(input_error(
+                    format!("{location} ({kind} {name})"),
+                    "cpu, memory: expected finite percentages".to_string(),
+                ));
+            }
+            self.node_usage.push(doc);
             return Ok(());
         }
         let Some(known) = Kind::from_name(kind) else {
