@@ -32,6 +32,9 @@ faults=(apiserver-restart leader-pause)
 # Build (or find cached) the control-plane binaries once, before the shards
 # would both try.
 "$E2E_DIR/build-tools.sh"
+# The Prometheus server the usage test scrapes through (Debian's package).
+VOLCANO_E2E_PROMETHEUS=$("$E2E_DIR/install-prometheus.sh")
+export VOLCANO_E2E_PROMETHEUS
 
 # shard NAME PORT_OFFSET RUNNER_ARGS...
 shard() {

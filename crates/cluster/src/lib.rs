@@ -20,6 +20,7 @@ pub mod http;
 pub mod invariants;
 pub mod leader;
 pub mod metrics;
+pub mod node_metrics;
 pub mod queues;
 pub mod ratelimit;
 pub mod scheduler;

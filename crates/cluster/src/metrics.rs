@@ -303,6 +303,8 @@ pub struct Metrics {
     invariant_violations: IntCounterVec,
     writes_sent: IntCounterVec,
     writes_fenced: IntCounterVec,
+    node_metrics_runs: IntCounterVec,
+    node_metrics_nodes: IntGauge,
     leader: IntGauge,
     scrape_requests: IntCounterVec,
     scrape_in_flight: IntGauge,
@@ -574,6 +576,22 @@ impl Metrics {
                     &["write"],
                 ),
             ),
+            node_metrics_runs: register(
+                r,
+                int_counter_vec(
+                    "node_metrics_collections_total",
+                    "Collections of node load from the metrics source of the `metrics:` section, \
+                     by result (ok, error: unknown type, unreachable or refused source)",
+                    &["result"],
+                ),
+            ),
+            node_metrics_nodes: register(
+                r,
+                int_gauge(
+                    "node_metrics_nodes",
+                    "Nodes whose load the last successful collection reported",
+                ),
+            ),
             skipped_plugins: register(
                 r,
                 gauge_vec(
@@ -842,6 +860,17 @@ impl Metrics {
     /// A write request is about to be sent.
     pub fn write_sent(&self, write: &str) {
         self.writes_sent.with_label_values(&[write]).inc();
+    }
+
+    /// A node-metrics collection ended: `nodes` reported on when it succeeded.
+    pub fn node_metrics_collected(&self, result: Result<usize, ()>) {
+        match result {
+            Ok(nodes) => {
+                self.node_metrics_runs.with_label_values(&["ok"]).inc();
+                self.node_metrics_nodes.set(nodes as i64);
+            }
+            Err(()) => self.node_metrics_runs.with_label_values(&["error"]).inc(),
+        }
     }
 
     /// A write was dropped by the fence.
@@ -1258,6 +1287,12 @@ mod tests {
         ("volcano_invariant_violations_total", "counter", &["kind"]),
         ("volcano_api_writes_total", "counter", &["write"]),
         ("volcano_api_writes_fenced_total", "counter", &["write"]),
+        (
+            "volcano_node_metrics_collections_total",
+            "counter",
+            &["result"],
+        ),
+        ("volcano_node_metrics_nodes", "gauge", &[]),
         ("volcano_leader", "gauge", &[]),
         (
             "promhttp_metric_handler_requests_total",
@@ -1281,6 +1316,8 @@ mod tests {
         m.invariant_violation("double_bind");
         m.write_sent("bind");
         m.write_fenced("event");
+        m.node_metrics_collected(Ok(3));
+        m.node_metrics_collected(Err(()));
         m.session_failed();
         m.evictions("preempt", 2);
         m.preemption_attempt();

@@ -49,6 +49,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("leader-pause", tests::fencing::leader_pause),
     ("kill-loop", tests::killloop::kill_loop),
     ("low-write-rate", tests::writerate::low_write_rate),
+    ("usage-prometheus", tests::usage::usage_prometheus),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

@@ -6,8 +6,8 @@
 //! its `PodScheduled=True` condition last changed. The same filter answers `Preemptable` and
 //! `Reclaimable`; it ignores the evictor and always votes Permit. Time is the session clock.
 
-use crate::duration::parse_go_duration;
 use engine::conf::Arguments;
+use engine::conf::parse_go_duration;
 use engine::framework::{ExtensionPoints, PERMIT, Plugin, SessionState};
 use engine::model::TaskId;
 use k8s_openapi::api::core::v1::Pod;

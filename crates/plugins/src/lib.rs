@@ -3,8 +3,6 @@
 //! [`registry`] returns the builders by their Volcano names; the configuration parser uses the
 //! same list to refuse unknown plugin names.
 
-/// Go duration syntax shared by `cdp` and `sla`.
-pub(crate) mod duration;
 /// Queue bookkeeping shared by `proportion` and `capacity`, and the enqueue-rejection record
 /// every admission plugin uses.
 pub(crate) mod fairness;

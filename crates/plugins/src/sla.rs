@@ -11,8 +11,8 @@
 
 use std::cmp::Ordering;
 
-use crate::duration::parse_go_duration;
 use engine::conf::Arguments;
+use engine::conf::parse_go_duration;
 use engine::framework::{ABSTAIN, ExtensionPoints, PERMIT, Plugin, SessionState};
 use engine::model::{JobId, JobInfo};
 use k8s_openapi::jiff::Timestamp;

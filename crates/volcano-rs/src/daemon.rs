@@ -316,10 +316,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         servers.spawn(serve_debug_state(
             listener,
             shared.clone(),
-            conf_rx,
+            conf_rx.clone(),
             wait_shutdown(shutdown_rx.clone()),
         ));
     }
+    // Node load for `usage`, from the `metrics:` section in force; every replica keeps it, so
+    // a standby that takes over decides with current data.
+    servers.spawn(cluster::node_metrics::run(
+        shared.clone(),
+        conf_rx,
+        metrics.clone(),
+        wait_shutdown(shutdown_rx.clone()),
+    ));
     {
         let (h, rx) = (health.clone(), shutdown_rx.clone());
         // A health port that cannot be bound aborts start-up (as Volcano does).

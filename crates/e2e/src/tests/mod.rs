@@ -14,4 +14,5 @@ pub mod quota;
 pub mod rbac;
 pub mod reload;
 pub mod restart;
+pub mod usage;
 pub mod writerate;

@@ -58,6 +58,7 @@
 //! * Duplicate mapping keys are rejected, and the input must be a single YAML document.
 
 pub mod arguments;
+pub mod duration;
 pub mod go_decode;
 mod parse;
 pub mod values;
@@ -68,6 +69,7 @@ use std::fmt;
 use serde_yaml::{Mapping, Value};
 
 pub use arguments::{ArgError, ArgValue, Arguments};
+pub use duration::parse_go_duration;
 pub use parse::parse;
 pub use values::{ArgWarning, ArgumentCheck, MAX_WEIGHT, clamp_weight, quoted, shorten};
 

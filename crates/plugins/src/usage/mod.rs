@@ -367,7 +367,7 @@ impl Plugin for UsagePlugin {
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.shadow.clear();
         if let Some(interval) = ssn.conf.metrics.get("interval")
-            && let Some(nanos) = crate::duration::parse_go_duration(interval)
+            && let Some(nanos) = engine::conf::parse_go_duration(interval)
             && nanos > 0
         {
             self.metrics_interval = SignedDuration::from_nanos(nanos);

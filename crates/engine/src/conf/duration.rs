@@ -1,11 +1,11 @@
 //! Go's duration syntax (`time.ParseDuration`), shared by the plugins that read durations from
-//! annotations, labels or arguments (`cdp`, `sla`).
+//! annotations, labels or arguments (`cdp`, `sla`, `usage`) and by the metrics collector.
 
 /// Go's `time.ParseDuration`, in nanoseconds: a possibly signed sequence of decimal numbers,
 /// each with an optional fraction and a unit (`ns`, `us`/`µs`/`μs`, `ms`, `s`, `m`, `h`), such
 /// as `300ms`, `-1.5h` or `2h45m`. `"0"` needs no unit. `None` where Go reports an error,
 /// including any value outside ±2⁶³ ns.
-pub(crate) fn parse_go_duration(text: &str) -> Option<i64> {
+pub fn parse_go_duration(text: &str) -> Option<i64> {
     const LIMIT: u64 = 1 << 63;
     let mut s = text.as_bytes();
     let mut negative = false;
