@@ -17,6 +17,7 @@ pub mod conf_watch;
 pub mod dump;
 pub mod executor;
 pub mod http;
+pub mod http_caller;
 pub mod invariants;
 pub mod leader;
 pub mod metrics;

@@ -13,6 +13,7 @@ pub mod capacity;
 pub mod cdp;
 pub mod conformance;
 pub mod drf;
+pub mod extender;
 pub mod gang;
 pub mod nodegroup;
 pub mod nodeorder;
@@ -42,6 +43,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(cdp::NAME, cdp::new);
     registry.register(conformance::NAME, conformance::new);
     registry.register(drf::NAME, drf::new);
+    registry.register(extender::NAME, extender::new);
     registry.register(gang::NAME, gang::new);
     registry.register(nodegroup::NAME, nodegroup::new);
     registry.register(nodeorder::NAME, nodeorder::new);
@@ -67,6 +69,7 @@ pub fn check_arguments(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
     match plugin {
         binpack::NAME => binpack::check_arguments(args),
         capacity::NAME => capacity::check_arguments(args),
+        extender::NAME => extender::check_arguments(args),
         nodeorder::NAME => nodeorder::check_arguments(args),
         overcommit::NAME => overcommit::check_arguments(args),
         predicates::NAME => predicates::check_arguments(args),

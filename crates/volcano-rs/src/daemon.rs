@@ -383,6 +383,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         minimum_percentage_nodes_to_find: args.minimum_percentage_nodes_to_find as usize,
         percentage_nodes_to_find: args.percentage_nodes_to_find as usize,
         scheduler_name: executor_name(&args),
+        http: Some(Arc::new(
+            cluster::http_caller::ReqwestCaller::new().map_err(|e| anyhow::anyhow!(e))?,
+        )),
     };
     let registry = Arc::new(registry);
 

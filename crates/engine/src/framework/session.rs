@@ -22,14 +22,32 @@ use crate::state::Snapshot;
 use super::decisions::{Decisions, QueueMetrics};
 use super::plugin::{ExtensionPoints, Plugin, PluginRegistry};
 
-/// Scheduler-wide knobs that are command-line flags in Volcano (§1.10, §6.0.1).
-#[derive(Clone, Debug)]
+/// Scheduler-wide knobs that are command-line flags in Volcano (§1.10, §6.0.1), and the
+/// services outside the cluster a session may call.
+#[derive(Clone)]
 pub struct SessionOptions {
     pub minimum_feasible_nodes: usize,
     pub minimum_percentage_nodes_to_find: usize,
     pub percentage_nodes_to_find: usize,
     /// Name written into eviction messages ("<scheduler>: preempting to accommodate …").
     pub scheduler_name: String,
+    /// How plugins reach HTTP services (the `extender`); `None` where nothing may be called.
+    pub http: Option<std::sync::Arc<dyn super::outside::HttpCaller>>,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("minimum_feasible_nodes", &self.minimum_feasible_nodes)
+            .field(
+                "minimum_percentage_nodes_to_find",
+                &self.minimum_percentage_nodes_to_find,
+            )
+            .field("percentage_nodes_to_find", &self.percentage_nodes_to_find)
+            .field("scheduler_name", &self.scheduler_name)
+            .field("http", &self.http.is_some())
+            .finish()
+    }
 }
 
 impl Default for SessionOptions {
@@ -39,6 +57,7 @@ impl Default for SessionOptions {
             minimum_percentage_nodes_to_find: 5,
             percentage_nodes_to_find: 0,
             scheduler_name: "volcano-rs".to_string(),
+            http: None,
         }
     }
 }

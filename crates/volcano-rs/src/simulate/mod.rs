@@ -162,7 +162,27 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
         scheduler_names: opts.scheduler_names.clone(),
         ..StateOptions::default()
     };
+    // The sessions' runtime: I/O and timers on, for the calls the `extender` plugin makes.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SimError::Io {
+            file: "<simulator>".into(),
+            message: format!("cannot start the session runtime: {e}"),
+        })?;
+    let http = {
+        let _entered = runtime.enter();
+        ::cluster::http_caller::ReqwestCaller::new()
+    };
+    let http: Option<Arc<dyn engine::framework::HttpCaller>> = match http {
+        Ok(caller) => Some(Arc::new(caller)),
+        Err(e) => {
+            warnings.push(format!("no HTTP client for the extender plugin: {e}"));
+            None
+        }
+    };
     let session_options = SessionOptions {
+        http,
         scheduler_name: opts
             .scheduler_names
             .first()
@@ -199,12 +219,6 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
         },
         period: std::time::Duration::ZERO,
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .map_err(|e| SimError::Io {
-            file: "<simulator>".into(),
-            message: format!("cannot start the session runtime: {e}"),
-        })?;
     let mut converged = false;
     runtime.block_on(async {
         for _ in 0..opts.max_cycles {
