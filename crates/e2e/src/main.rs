@@ -50,6 +50,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("kill-loop", tests::killloop::kill_loop),
     ("low-write-rate", tests::writerate::low_write_rate),
     ("usage-prometheus", tests::usage::usage_prometheus),
+    ("extender-http", tests::extender::extender_http),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

@@ -5,6 +5,7 @@ pub mod badinput;
 pub mod basic;
 pub mod debugstate;
 pub mod evict;
+pub mod extender;
 pub mod faults;
 pub mod fencing;
 pub mod killloop;
