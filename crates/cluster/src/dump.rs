@@ -216,6 +216,25 @@ mod tests {
     }
 
     #[test]
+    fn dump_carries_node_load_for_the_usage_plugin() {
+        let mut s = state_with_secret_pod();
+        let at: k8s_openapi::jiff::Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
+        let usage = engine::model::NodeUsage {
+            cpu_percent: 42.5,
+            memory_percent: 10.0,
+            metrics_time: at,
+        };
+        s.set_node_usage([("n1".to_string(), usage)]);
+        let docs = documents(&dump_yaml(&s, None));
+        let doc = docs
+            .iter()
+            .find(|d| d["kind"].as_str() == Some(NODE_USAGE_KIND))
+            .expect("a NodeUsage document");
+        let read: NodeUsageDocument = serde_yaml::from_value(doc.clone()).expect("decodes");
+        assert_eq!(read, NodeUsageDocument::new("n1", &usage));
+    }
+
+    #[test]
     fn dump_keeps_no_secret_values_commands_or_last_applied() {
         let text = dump_yaml(&state_with_secret_pod(), None);
         assert!(!text.contains("hunter2"), "{text}");

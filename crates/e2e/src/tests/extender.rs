@@ -5,7 +5,7 @@
 //! * a slow one (answers after 3 s, timeout 300 ms): with `ignorable: true` pods still bind, and
 //!   within a second or two rather than the 9 s three waits would take; with `false` they wait,
 //!   and the pod's `PodScheduled` message says the extender did not answer;
-//! * one that answers garbage (`ignorable: false`): pods wait, the message says why;
+//! * one that answers garbage: `ignorable: true` binds, `false` waits and the message says why;
 //! * one that is down: `ignorable: true` binds, `false` waits with the URL in the message.
 
 use std::time::{Duration, Instant};
