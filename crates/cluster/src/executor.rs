@@ -86,7 +86,7 @@ impl std::fmt::Display for WriteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WriteError::Fenced => f.write_str("not sent: this replica no longer holds the lease"),
-            WriteError::Api(e) => e.fmt(f),
+            WriteError::Api(e) => f.write_str(&crate::errors::kube(e)),
         }
     }
 }
@@ -333,6 +333,8 @@ impl Executor {
             .await;
         match result {
             Ok(_) => {
+                // One line per bind at `-v=3` (the `decisions` target).
+                tracing::debug!(target: "decisions", "bound {} to node {}", b.pod, b.node);
                 let since_creation = self.pod_age(&b.pod);
                 self.metrics.pod_bound(started.elapsed(), since_creation);
                 self.publish(&SchedEvent {
@@ -496,7 +498,17 @@ impl Executor {
         }
         let dp = DeleteParams::default();
         match self.call(pods.delete(name, &dp)).await {
-            Ok(_) => self.metrics.evictions(&e.action, 1),
+            Ok(_) => {
+                tracing::debug!(
+                    target: "decisions",
+                    "evicted {} from node {} ({}: {})",
+                    e.pod,
+                    e.node,
+                    e.action,
+                    e.reason
+                );
+                self.metrics.evictions(&e.action, 1)
+            }
             Err(WriteError::Api(kube::Error::Api(s))) if s.code == 404 => {}
             Err(err) => {
                 tracing::warn!(pod = %e.pod, error = %err, "eviction delete failed; decided again next cycle");
@@ -618,7 +630,7 @@ impl WriteSink for Arc<Executor> {
             crate::queues::ensure_queue(&me.client, &name, reclaimable)
                 .await
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(|e| crate::errors::kube(&e))
         })
     }
 

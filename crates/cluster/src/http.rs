@@ -71,6 +71,11 @@ impl Health {
         self.synced.load(Ordering::Acquire)
     }
 
+    /// Why leader election cannot campaign, while it cannot.
+    pub fn election_problem(&self) -> Option<String> {
+        self.fence.get().and_then(|f| f.problem())
+    }
+
     /// `leader` or `standby`.
     pub fn role(&self) -> &'static str {
         let fenced_off = self.fence.get().is_some_and(|f| !f.holds());
@@ -203,6 +208,12 @@ async fn healthz(RawQuery(query): RawQuery) -> Response {
 
 async fn readyz(health: Arc<Health>) -> Response {
     let role = health.role();
+    if let Some(problem) = health.election_problem() {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: leader election: {problem}\nrole: {role}\n"),
+        );
+    }
     if health.is_ready() {
         text(StatusCode::OK, format!("ok\nrole: {role}\n"))
     } else {

@@ -54,6 +54,8 @@ struct FenceInner {
     /// Without leader election the only replica always writes.
     always: bool,
     until: std::sync::Mutex<Option<Instant>>,
+    /// Why campaigning fails, while it does (shown by `/readyz`).
+    problem: std::sync::Mutex<Option<String>>,
 }
 
 impl Fence {
@@ -62,6 +64,7 @@ impl Fence {
         Fence(std::sync::Arc::new(FenceInner {
             always: true,
             until: std::sync::Mutex::new(None),
+            problem: std::sync::Mutex::new(None),
         }))
     }
 
@@ -70,6 +73,7 @@ impl Fence {
         Fence(std::sync::Arc::new(FenceInner {
             always: false,
             until: std::sync::Mutex::new(None),
+            problem: std::sync::Mutex::new(None),
         }))
     }
 
@@ -80,6 +84,23 @@ impl Fence {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
         self.0.until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why this replica cannot campaign right now (e.g. the Lease namespace does not exist).
+    pub fn problem(&self) -> Option<String> {
+        self.0
+            .problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Records the campaign's problem; true when it changed (so that it is logged once).
+    fn set_problem(&self, problem: Option<String>) -> bool {
+        let mut p = self.0.problem.lock().unwrap_or_else(|p| p.into_inner());
+        let changed = *p != problem;
+        *p = problem;
+        changed
     }
 
     pub(crate) fn hold_until(&self, until: Instant) {
@@ -299,7 +320,7 @@ async fn run_with_clock(
             Ok(Ok(())) => info!(lease = %elector.lease_name(), "released the lease"),
             Ok(Err(e)) => warn!(
                 lease = %elector.lease_name(),
-                "could not release the lease, it will expire instead: {e}"
+                "could not release the lease, it will expire instead: {}", crate::errors::kube(&e)
             ),
             Err(_) => warn!(
                 lease = %elector.lease_name(),
@@ -391,6 +412,30 @@ impl Elector {
         format!("{}/{}", self.cfg.namespace, self.cfg.name)
     }
 
+    /// A failed campaign attempt: logged once per distinct problem and shown by `/readyz`.
+    fn report_problem(&self, e: &kube::Error) {
+        let missing_namespace = matches!(e, kube::Error::Api(s)
+            if s.code == 404 && s.details.as_ref().is_some_and(|d| d.kind == "namespaces"));
+        let problem = if missing_namespace {
+            format!(
+                "the Lease namespace {:?} does not exist (set --leader-elect-resource-namespace, \
+                 or create it)",
+                self.cfg.namespace
+            )
+        } else {
+            format!("cannot acquire the lease: {}", crate::errors::kube(e))
+        };
+        if self.fence.set_problem(Some(problem.clone())) {
+            warn!(lease = %self.lease_name(), "{problem}; retrying every retry period");
+        }
+    }
+
+    fn clear_problem(&self) {
+        if self.fence.set_problem(None) {
+            info!(lease = %self.lease_name(), "the lease is reachable again");
+        }
+    }
+
     /// Tries immediately, then every jittered retry period, until we hold the Lease.
     async fn campaign(&mut self) {
         loop {
@@ -400,18 +445,20 @@ impl Elector {
                 Ok(Ok(Attempt::Holding)) => {
                     self.held_since(started);
                     self.reported_holder = None;
+                    self.clear_problem();
                     return;
                 }
                 Ok(Ok(Attempt::HeldBy(holder))) => {
+                    self.clear_problem();
                     if self.reported_holder.as_ref() != Some(&holder) {
                         info!(lease = %self.lease_name(), %holder, "the lease is held by another replica, waiting");
                         self.reported_holder = Some(holder);
                     }
                 }
                 Ok(Err(e)) if is_conflict(&e) => {
-                    debug!(lease = %self.lease_name(), "another replica wrote the lease first: {e}");
+                    debug!(lease = %self.lease_name(), "another replica wrote the lease first: {}", crate::errors::kube(&e));
                 }
-                Ok(Err(e)) => warn!(lease = %self.lease_name(), "cannot acquire the lease: {e}"),
+                Ok(Err(e)) => self.report_problem(&e),
                 Err(_) => warn!(lease = %self.lease_name(), "acquiring the lease timed out"),
             }
             sleep(jittered(self.cfg.retry_period)).await;
@@ -452,7 +499,11 @@ impl Elector {
                     warn!(lease = %self.lease_name(), %holder, "the lease was taken over");
                     return false;
                 }
-                Err(e) => warn!(lease = %self.lease_name(), "cannot renew the lease: {e}"),
+                Err(e) => warn!(
+                    lease = %self.lease_name(),
+                    "cannot renew the lease: {}",
+                    crate::errors::kube(&e)
+                ),
             }
             sleep(self.cfg.retry_period).await;
         }
@@ -471,7 +522,7 @@ impl Elector {
             match self.write(self.claimed(lease, now)).await {
                 Ok(()) => return Ok(Attempt::Holding),
                 Err(e) => {
-                    debug!(lease = %self.lease_name(), "optimistic renewal failed, re-reading the lease: {e}")
+                    debug!(lease = %self.lease_name(), "optimistic renewal failed, re-reading the lease: {}", crate::errors::kube(&e))
                 }
             }
         }

@@ -261,9 +261,9 @@ where
             Err(e) => {
                 shared.watch_failed(<K as Mirrored>::KIND);
                 if failing.failed() {
-                    tracing::warn!(kind = <K as Mirrored>::KIND, error = %e, "watch broken; retrying twice a second until it recovers");
+                    tracing::warn!(kind = <K as Mirrored>::KIND, error = %crate::errors::watch(&e), "watch broken; retrying twice a second until it recovers");
                 } else {
-                    tracing::debug!(kind = <K as Mirrored>::KIND, error = %e, "watch still broken");
+                    tracing::debug!(kind = <K as Mirrored>::KIND, error = %crate::errors::watch(&e), "watch still broken");
                 }
             }
         }

@@ -446,6 +446,20 @@ impl TestCtx {
         rust_log: &str,
         extra_args: &[&str],
     ) -> anyhow::Result<Daemon> {
+        self.daemon_with(rust_log, extra_args, false).await
+    }
+
+    /// Like [`TestCtx::daemon`], but returns once the health server answers, ready or not.
+    pub async fn daemon_unready(&self, extra_args: &[&str]) -> anyhow::Result<Daemon> {
+        self.daemon_with("info", extra_args, true).await
+    }
+
+    async fn daemon_with(
+        &self,
+        rust_log: &str,
+        extra_args: &[&str],
+        answering_only: bool,
+    ) -> anyhow::Result<Daemon> {
         let n = self.daemons_started.fetch_add(1, Ordering::SeqCst) + 1;
         let log_path = if n == 1 {
             self.env.log_dir.join(format!("{}.log", self.name))
@@ -475,7 +489,7 @@ impl TestCtx {
                 ("--healthz-address", format!("127.0.0.1:{}", free_port()?)),
             ];
             let args = daemon_args(&defaults, &extra);
-            match Daemon::start(&self.env, &args, rust_log, &log_path).await {
+            match Daemon::start(&self.env, &args, rust_log, &log_path, answering_only).await {
                 Ok(d) => return Ok(d),
                 Err(StartError::PortTaken(e)) => last_error = Some(e),
                 Err(StartError::Other(e)) => return Err(e),
@@ -1000,11 +1014,14 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// Starts the daemon and waits until `/readyz` answers 200, or, with `answering_only`,
+    /// answers at all (for tests of a daemon that is not meant to become ready).
     async fn start(
         env: &Env,
         args: &[String],
         rust_log: &str,
         log_path: &Path,
+        answering_only: bool,
     ) -> Result<Daemon, StartError> {
         let other = StartError::Other;
         let metrics_addr = connect_address(flag_value(args, "--listen-address").unwrap_or(":8080"))
@@ -1053,7 +1070,9 @@ impl Daemon {
                     StartError::Other(error)
                 });
             }
-            if daemon.ready().await {
+            if daemon.ready().await
+                || (answering_only && http_get(daemon.healthz_addr, "/readyz").await.is_ok())
+            {
                 return Ok(daemon);
             }
             if Instant::now() > deadline {

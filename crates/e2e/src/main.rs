@@ -51,6 +51,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("low-write-rate", tests::writerate::low_write_rate),
     ("usage-prometheus", tests::usage::usage_prometheus),
     ("extender-http", tests::extender::extender_http),
+    ("volcano-arguments", tests::operator::volcano_arguments),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

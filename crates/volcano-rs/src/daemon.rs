@@ -42,7 +42,8 @@ pub struct RunArgs {
     pub scheduler_conf: Option<PathBuf>,
     /// Refuse a configuration that names a plugin this build lacks, or configures an unknown
     /// action, instead of skipping it with a warning (Volcano's behaviour, the default).
-    #[arg(long)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", action = clap::ArgAction::Set, value_parser = parse_go_bool)]
     pub strict_config: bool,
     /// Time between the end of one session and the start of the next.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
@@ -54,6 +55,9 @@ pub struct RunArgs {
     /// Path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or the in-cluster config.
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
+    /// The API server's address; overrides the kubeconfig's.
+    #[arg(long, value_name = "URL")]
+    pub master: Option<String>,
     /// Client-side queries per second for API writes (Volcano's default).
     #[arg(long, default_value_t = 2000.0)]
     pub kube_api_qps: f64,
@@ -63,8 +67,10 @@ pub struct RunArgs {
     /// Concurrent bind requests.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub bind_workers: u32,
-    /// Run only while holding the leader Lease.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    /// Run only while holding the leader Lease (`--leader-elect` alone means true).
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", action = clap::ArgAction::Set, value_name = "BOOL",
+          value_parser = parse_go_bool)]
     pub leader_elect: bool,
     #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
     pub leader_elect_lease_duration: Duration,
@@ -75,9 +81,10 @@ pub struct RunArgs {
     /// Name of the leader Lease.
     #[arg(long, default_value = "volcano-rs")]
     pub leader_elect_resource_name: String,
-    /// Namespace of the leader Lease.
-    #[arg(long, default_value = "volcano-system")]
-    pub leader_elect_resource_namespace: String,
+    /// Namespace of the leader Lease; default: the pod's own namespace (POD_NAMESPACE, else the
+    /// service account's namespace file), else the kubeconfig context's namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub leader_elect_resource_namespace: Option<String>,
     /// Address of the /metrics server.
     #[arg(long, default_value = ":8080")]
     pub listen_address: String,
@@ -103,25 +110,39 @@ pub struct RunArgs {
     pub node_selector: Vec<String>,
 }
 
-/// Parses "1s", "500ms", "2m", "1h", "1.5s" (Go-style duration, one unit).
+/// Go's duration syntax (`time.ParseDuration`: "1m30s", "500ms", "1.5h"), not negative.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s
-        .find(|c: char| c.is_ascii_alphabetic())
-        .ok_or_else(|| format!("{s:?}: missing unit (e.g. 1s)"))?;
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().map_err(|_| format!("{s:?}: not a duration"))?;
-    if !value.is_finite() || value < 0.0 {
-        return Err(format!("{s:?}: must be a non-negative duration"));
+    match engine::conf::parse_go_duration(s) {
+        Some(nanos) if nanos >= 0 => Ok(Duration::from_nanos(nanos as u64)),
+        Some(_) => Err(format!("{s:?}: must be a non-negative duration")),
+        None => Err(format!(
+            "{s:?}: not a duration (Go syntax: a number and a unit, e.g. 1s, 500ms, 1m30s)"
+        )),
     }
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (ms, s, m, h)")),
-    };
-    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Go's `strconv.ParseBool`, as Go's flag package reads boolean flags.
+pub fn parse_go_bool(s: &str) -> Result<bool, String> {
+    engine::model::task::parse_go_bool(s)
+        .ok_or_else(|| format!("{s:?}: not a boolean (true, false, 1, 0, t, f)"))
+}
+
+/// The Lease namespace when none is given: the pod's own (downward API `POD_NAMESPACE`, else
+/// the service account's namespace file), else the kubeconfig context's.
+pub fn default_lease_namespace(client_default: &str) -> String {
+    if let Ok(ns) = std::env::var("POD_NAMESPACE")
+        && !ns.trim().is_empty()
+    {
+        return ns.trim().to_string();
+    }
+    const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+    if let Ok(ns) = std::fs::read_to_string(SA_NAMESPACE)
+        && !ns.trim().is_empty()
+    {
+        return ns.trim().to_string();
+    }
+    client_default.to_string()
 }
 
 fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
@@ -161,8 +182,12 @@ fn parse_node_selector(items: &[String]) -> anyhow::Result<Vec<(String, String)>
         .collect()
 }
 
-async fn build_client(kubeconfig: Option<&PathBuf>, policy: WritePolicy) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
+async fn build_client(
+    kubeconfig: Option<&PathBuf>,
+    master: Option<&str>,
+    policy: WritePolicy,
+) -> anyhow::Result<Client> {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -174,6 +199,12 @@ async fn build_client(kubeconfig: Option<&PathBuf>, policy: WritePolicy) -> anyh
             .await
             .context("no kubeconfig and not running in a cluster")?,
     };
+    if let Some(master) = master.filter(|m| !m.trim().is_empty()) {
+        config.cluster_url = master
+            .trim()
+            .parse()
+            .with_context(|| format!("--master {master:?} is not a URL"))?;
+    }
     api_client::build(config, policy).context("building the API client")
 }
 
@@ -202,7 +233,7 @@ async fn shutdown_signal() {
 
 /// The object configuration events are recorded on: this pod when the downward API tells us
 /// (the Helm chart sets POD_NAME/POD_NAMESPACE), else the leader Lease.
-fn self_reference(args: &RunArgs) -> ObjectRef {
+fn self_reference(args: &RunArgs, lease_namespace: &str) -> ObjectRef {
     match (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE")) {
         (Ok(name), Ok(ns)) if !name.is_empty() => ObjectRef {
             kind: "Pod",
@@ -212,7 +243,7 @@ fn self_reference(args: &RunArgs) -> ObjectRef {
         },
         _ => ObjectRef {
             kind: "Lease",
-            namespace: Some(args.leader_elect_resource_namespace.clone()),
+            namespace: Some(lease_namespace.to_string()),
             name: args.leader_elect_resource_name.clone(),
             uid: String::new(),
         },
@@ -253,19 +284,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // One identity for the process: the Lease holder, the events' reporting instance and the
     // prefix of session UIDs (PodGroup condition transitionIDs) all name this replica.
     let identity = leader::default_identity();
-    let leader_cfg = LeaderConfig {
-        namespace: args.leader_elect_resource_namespace.clone(),
+    let mut leader_cfg = LeaderConfig {
+        namespace: args
+            .leader_elect_resource_namespace
+            .clone()
+            .unwrap_or_default(),
         name: args.leader_elect_resource_name.clone(),
         identity: identity.clone(),
         lease_duration: args.leader_elect_lease_duration,
         renew_deadline: args.leader_elect_renew_deadline,
         retry_period: args.leader_elect_retry_period,
     };
-    if args.leader_elect {
-        leader_cfg
-            .validate()
-            .map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
-    }
     let metrics = Metrics::new();
     // Every write checks it just before it is sent: only a replica that renewed its Lease within
     // the renew deadline writes, whatever the session loop believes.
@@ -278,6 +307,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // One client for watches, the elector and the executor; writes pass its policy layers.
     let client = build_client(
         args.kubeconfig.as_ref(),
+        args.master.as_deref(),
         WritePolicy {
             limiter: limiter.clone(),
             fence: fence.clone(),
@@ -285,6 +315,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         },
     )
     .await?;
+    if leader_cfg.namespace.is_empty() {
+        leader_cfg.namespace = default_lease_namespace(client.default_namespace());
+    }
+    if args.leader_elect {
+        leader_cfg
+            .validate()
+            .map_err(|e| anyhow::anyhow!("leader election: {e}"))?;
+        tracing::info!(lease = %format!("{}/{}", leader_cfg.namespace, leader_cfg.name), "leader election");
+    }
+    let lease_namespace = leader_cfg.namespace.clone();
 
     let shared = Shared::new(ClusterState::new(StateOptions {
         scheduler_names: args.scheduler_names.clone(),
@@ -426,7 +466,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
         identity,
         default_queue: args.default_queue.clone(),
-        self_ref: self_reference(&args),
+        self_ref: self_reference(&args, &lease_namespace),
         period: args.schedule_period,
     })
     .with_problems(problems_rx)

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
 use volcano_rs::daemon::RunArgs;
+use volcano_rs::go_flags;
 use volcano_rs::simulate::{self, ConfFile, SimError, SimInput, SimOptions};
 
 #[derive(Parser)]
@@ -90,30 +91,106 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Volcano's command line (single-dash flags, -v, klog and chart flags) becomes ours.
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let translated = match go_flags::translate(argv) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if translated.print_version {
+        println!("volcano-rs {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let cli = Cli::parse_from(&translated.args);
     match cli.command {
         Command::Simulate(args) => {
-            init_logging(LogFormat::Text, "warn");
+            init_logging(LogFormat::Text, "warn", None);
             simulate_command(args)
         }
         Command::Run { args, log_format } => {
-            init_logging(log_format, "info");
+            init_logging(log_format, "info", translated.verbosity);
+            for warning in &translated.warnings {
+                tracing::warn!("{warning}");
+            }
             run_command(*args)
         }
     }
 }
 
-fn init_logging(format: LogFormat, default_level: &str) {
-    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+/// Our crates, whose levels `-v` raises.
+const OWN_TARGETS: [&str; 5] = [
+    "volcano_rs",
+    "volcano_rs_cluster",
+    "volcano_rs_engine",
+    "volcano_rs_plugins",
+    "volcano_rs_apis",
+];
+/// Libraries whose debug lines are HTTP plumbing, quiet unless RUST_LOG names them.
+const PLUMBING: [&str; 8] = [
+    "hyper",
+    "hyper_util",
+    "h2",
+    "rustls",
+    "tower",
+    "tower_http",
+    "reqwest",
+    "kube_client",
+];
+
+/// The filter: RUST_LOG if set, else the default level raised by `-v` for our crates only
+/// ([`go_flags::Verbosity`]); HTTP plumbing stays at info either way unless RUST_LOG names it.
+fn log_filter(
+    rust_log: Option<&str>,
+    default_level: &str,
+    verbosity: Option<go_flags::Verbosity>,
+) -> String {
+    let mut directives: Vec<String> = match rust_log {
+        Some(v) if !v.trim().is_empty() => vec![v.to_string()],
+        _ => {
+            let mut d = vec![default_level.to_string()];
+            let v = verbosity.map(|v| v.0).unwrap_or(0);
+            if v >= 3 {
+                d.push("decisions=debug".into());
+            }
+            let own = match v {
+                0..=3 => None,
+                4 => Some("debug"),
+                _ => Some("trace"),
+            };
+            if let Some(level) = own {
+                d.extend(OWN_TARGETS.iter().map(|t| format!("{t}={level}")));
+            }
+            d
+        }
+    };
+    let asked = rust_log.unwrap_or("");
+    for lib in PLUMBING {
+        if !asked.contains(lib) {
+            directives.push(format!("{lib}=info"));
+        }
+    }
     // kube's client logs every failed request at error level; each failure is already reported
     // once by our own code (bind failed, status not written, watch broken), and during an API
-    // server outage the duplicates ran to thousands of lines. RUST_LOG naming kube_client
-    // brings them back.
-    let asked = std::env::var("RUST_LOG").is_ok_and(|v| v.contains("kube_client"));
-    if !asked && let Ok(quiet) = "kube_client::client::builder=off".parse() {
-        filter = filter.add_directive(quiet);
+    // server outage the duplicates ran to thousands of lines.
+    if !asked.contains("kube_client") {
+        directives.push("kube_client::client::builder=off".into());
     }
+    directives.join(",")
+}
+
+fn init_logging(format: LogFormat, default_level: &str, verbosity: Option<go_flags::Verbosity>) {
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(log_filter(
+        rust_log.as_deref(),
+        default_level,
+        verbosity,
+    ))
+    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -138,8 +215,8 @@ fn run_command(args: RunArgs) -> ExitCode {
     match runtime.block_on(volcano_rs::daemon::run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // Once: the log goes to stderr too.
             tracing::error!("{e:#}");
-            eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
     }

@@ -11,6 +11,7 @@ pub mod fencing;
 pub mod killloop;
 pub mod leader;
 pub mod nodegroup;
+pub mod operator;
 pub mod quota;
 pub mod rbac;
 pub mod reload;

@@ -1,0 +1,161 @@
+//! `volcano-arguments`: the daemon started the way Volcano's chart starts `vc-scheduler`
+//! (`--logtostderr`, `-v=3`, `--enable-healthz=true`, `--plugins-dir`, Go durations, …)
+//! schedules, warns once per flag that does nothing here, and at `-v=3` logs each bind as one
+//! line without HTTP-library noise. Then leader election with a Lease namespace that does not
+//! exist: `/readyz` fails saying so, the log says it once, and creating the namespace lets the
+//! replica lead.
+
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use futures::TryFutureExt as _;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+
+use crate::harness::{Env, TestCtx, http_get};
+
+const NAME: &str = "volcano-arguments";
+const SHORT: Duration = Duration::from_secs(30);
+
+pub fn volcano_arguments(env: Env) -> BoxFuture<'static, Result<()>> {
+    Box::pin(run(env))
+}
+
+async fn run(env: Env) -> Result<()> {
+    let ctx = TestCtx::new(&env, NAME).await?;
+    let nodes = ctx.nodes("n", 1, "8", "16Gi", 110).await?;
+    // RUST_LOG empty: -v decides.
+    let daemon = ctx
+        .daemon_logging(
+            "",
+            &[
+                "--logtostderr",
+                "-v=3",
+                "--enable-healthz=true",
+                "--enable-metrics=true",
+                "--plugins-dir=/plugins",
+                "-node-worker-threads=20",
+                "--schedule-period=0h0m0.2s",
+                "--kube-api-qps=2000",
+            ],
+        )
+        .await?;
+    ctx.pod("first").cpu("1").create(&ctx).await?;
+    ctx.wait_for("pod first bound", SHORT, || async {
+        let b = ctx.bound_pods().map_err(|e| format!("{e:#}")).await?;
+        b.get("first").cloned().ok_or_else(|| "not yet".to_string())
+    })
+    .await?;
+    let line = format!("bound {}/first to node {}", ctx.ns, nodes[0]);
+    let log = ctx
+        .wait_for("the bind logged at -v=3", SHORT, || async {
+            let log = daemon.log();
+            if log.contains(&line) {
+                Ok(log)
+            } else {
+                Err("not yet".to_string())
+            }
+        })
+        .await?;
+    for flag in [
+        "--logtostderr",
+        "--enable-healthz",
+        "--enable-metrics",
+        "--plugins-dir",
+        "--node-worker-threads",
+    ] {
+        let warnings = log
+            .lines()
+            .filter(|l| l.contains("WARN") && l.contains(&format!("{flag}: accepted")))
+            .count();
+        ensure!(warnings == 1, "{flag}: {warnings} warnings, want 1");
+    }
+    let noisy: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("DEBUG") && (l.contains("hyper") || l.contains("h2::")))
+        .take(3)
+        .collect();
+    ensure!(
+        noisy.is_empty(),
+        "HTTP-library debug lines at -v=3: {noisy:?}"
+    );
+    drop(daemon);
+
+    // Leader election in a namespace that does not exist yet.
+    let lease_ns = format!("{NAME}-lease");
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    let _ = namespaces.delete(&lease_ns, &DeleteParams::default()).await;
+    let elected = ctx
+        .daemon_unready(&[
+            "--leader-elect",
+            &format!("--leader-elect-resource-namespace={lease_ns}"),
+            "--leader-elect-retry-period=500ms",
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-lease-duration=3s",
+        ])
+        .await;
+    let result = check_missing_namespace(&ctx, &namespaces, &lease_ns, elected).await;
+    let _ = namespaces.delete(&lease_ns, &DeleteParams::default()).await;
+    result
+}
+
+async fn check_missing_namespace(
+    ctx: &TestCtx,
+    namespaces: &Api<Namespace>,
+    lease_ns: &str,
+    elected: Result<crate::harness::Daemon>,
+) -> Result<()> {
+    let daemon = elected?;
+    let addr = daemon.healthz_addr();
+    ctx.wait_for(
+        "/readyz saying the Lease namespace is missing",
+        SHORT,
+        || async {
+            let (code, body) = http_get(addr, "/readyz")
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            if code == 503 && body.contains("does not exist") {
+                Ok(())
+            } else {
+                Err(format!("{code}: {body}"))
+            }
+        },
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let said = daemon
+        .log()
+        .lines()
+        .filter(|l| l.contains("does not exist"))
+        .count();
+    ensure!(
+        said == 1,
+        "the missing namespace was logged {said} times, want once"
+    );
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(lease_ns.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    namespaces.create(&PostParams::default(), &ns).await?;
+    ctx.wait_for(
+        "/readyz ok and leading once the namespace exists",
+        SHORT,
+        || async {
+            let (code, body) = http_get(addr, "/readyz")
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            if code == 200 && body.contains("role: leader") {
+                Ok(())
+            } else {
+                Err(format!("{code}: {body}"))
+            }
+        },
+    )
+    .await?;
+    Ok(())
+}
