@@ -42,7 +42,7 @@ EXPECTED_CLUSTER_RULES = {
     ("scheduling.volcano.sh", "queues", "watch"),
     ("scheduling.volcano.sh", "queues", "create"),
     ("scheduling.volcano.sh", "queues/status", "patch"),
-    ("events.k8s.io", "events", "create"),
+    ("", "events", "create"),
 }
 EXPECTED_LEASE_VERBS = {"get", "create", "update"}
 

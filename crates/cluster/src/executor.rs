@@ -26,9 +26,8 @@ use engine::framework::decisions::{
 };
 use engine::framework::{Decisions, Event as SchedEvent, EventType, ObjectRef};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
-use k8s_openapi::api::events::v1::Event as KubeEvent;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::api::core::v1::{Binding, Event as KubeEvent, EventSource, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
@@ -547,19 +546,28 @@ impl Executor {
         // without their message, so a changed message would patch the old event and be lost.
         let now = Timestamp::now();
         let namespace = ev.object.namespace.as_deref().unwrap_or("default");
+        // A core/v1 Event, as client-go's recorder writes Volcano's: `kubectl get events`,
+        // `--sort-by=.lastTimestamp` and event exporters read source, count and first/last
+        // timestamps, which events.k8s.io/v1 refuses to set on new events.
         let event = KubeEvent {
             metadata: ObjectMeta {
                 name: Some(format!("{}.{:x}", ev.object.name, now.as_nanosecond())),
                 namespace: Some(namespace.to_string()),
                 ..Default::default()
             },
-            event_time: Some(MicroTime(now)),
+            involved_object: object_reference(&ev.object),
             type_: Some(ev.type_.as_str().to_string()),
             reason: Some(ev.reason.clone()),
-            note: Some(truncate(&ev.message, 1000)),
+            message: Some(truncate(&ev.message, 1000)),
             action: Some("Scheduling".into()),
-            regarding: Some(object_reference(&ev.object)),
-            reporting_controller: Some(self.cfg.scheduler_name.clone()),
+            source: Some(EventSource {
+                component: Some(self.cfg.scheduler_name.clone()),
+                host: None,
+            }),
+            count: Some(1),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            reporting_component: Some(self.cfg.scheduler_name.clone()),
             reporting_instance: Some(self.cfg.instance.clone()),
             ..Default::default()
         };

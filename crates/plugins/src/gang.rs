@@ -753,6 +753,35 @@ mod tests {
         assert!(condition(&ssn, "ns/pg", "Scheduled").is_none());
     }
 
+    /// A gang placed in this session is still Inqueue at close (its binds have not landed):
+    /// its event is the Normal "Scheduled", not a Warning "…unschedulable: pod group is ready"
+    /// (a difference from Volcano, on purpose: Warnings are for real problems).
+    #[test]
+    fn a_gang_placed_this_session_gets_no_warning_event() {
+        let mut c = cluster();
+        let mut pg = pod_group("ns", "pg", 2);
+        pg["status"] = json!({"phase": "Inqueue"});
+        c.pod_group(pg);
+        add_pods(&mut c, "pg", &["Pending", "Pending"]);
+        let mut ssn = c.session(&[&[NAME]]);
+        allocate(&mut ssn, "ns/pg-0", "n1");
+        allocate(&mut ssn, "ns/pg-1", "n1");
+        let decisions = ssn.close();
+        use engine::framework::EventType;
+        let events: Vec<(EventType, &str)> = decisions
+            .events
+            .iter()
+            .filter(|e| e.object.name == "pg")
+            .map(|e| (e.type_, e.reason.as_str()))
+            .collect();
+        assert_eq!(
+            events,
+            [(EventType::Normal, "Scheduled")],
+            "{:?}",
+            decisions.events
+        );
+    }
+
     #[test]
     fn close_hook_marks_ready_jobs_scheduled_and_replaces_the_old_condition() {
         let mut c = cluster();

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::*;
 
-const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+const EVENTS_PATH: &str = "/api/v1/namespaces/ns/events";
 const STRATEGIC: &str = "application/strategic-merge-patch+json";
 const MERGE: &str = "application/merge-patch+json";
 /// `Mock::fail` count for a failure that never stops.
@@ -392,12 +392,17 @@ async fn successful_bind_posts_binding_keeps_assumption_and_reports_scheduled() 
     assert_eq!(scheduled.len(), 1);
     let ev = &scheduled[0];
     assert_eq!(ev["type"], "Normal");
-    assert_eq!(ev["note"], "Successfully assigned ns/p to n1");
-    assert_eq!(ev["regarding"]["kind"], "Pod");
-    assert_eq!(ev["regarding"]["name"], "p");
-    assert_eq!(ev["regarding"]["uid"], "uid-p");
-    assert_eq!(ev["reportingController"], "volcano-rs");
+    assert_eq!(ev["message"], "Successfully assigned ns/p to n1");
+    assert_eq!(ev["involvedObject"]["kind"], "Pod");
+    assert_eq!(ev["involvedObject"]["name"], "p");
+    assert_eq!(ev["involvedObject"]["uid"], "uid-p");
+    assert_eq!(ev["reportingComponent"], "volcano-rs");
     assert_eq!(ev["reportingInstance"], "volcano-rs-0");
+    // What `kubectl get events` reads through the core/v1 view.
+    assert_eq!(ev["source"]["component"], "volcano-rs");
+    assert_eq!(ev["count"], 1);
+    assert!(ev["firstTimestamp"].is_string());
+    assert_eq!(ev["firstTimestamp"], ev["lastTimestamp"]);
     assert!(f.mock.events_with_reason("FailedScheduling").is_empty());
     assert!(
         f.mock
@@ -463,8 +468,8 @@ async fn failed_bind_rolls_back_writes_condition_and_failed_scheduling() {
         let failed = f.mock.events_with_reason("FailedScheduling");
         assert_eq!(failed.len(), 1, "code {code}");
         assert_eq!(failed[0]["type"], "Warning");
-        assert_eq!(failed[0]["note"], message);
-        assert_eq!(failed[0]["regarding"]["uid"], "uid-p");
+        assert_eq!(failed[0]["message"], message);
+        assert_eq!(failed[0]["involvedObject"]["uid"], "uid-p");
         assert!(f.mock.events_with_reason("Scheduled").is_empty());
 
         assert_eq!(metric(&f.metrics, "volcano_bind_errors_total"), 1.0);
@@ -553,7 +558,7 @@ async fn pod_condition_keeps_transition_time_when_already_false_and_sets_nominat
     let failed = f.mock.events_with_reason("FailedScheduling");
     assert_eq!(failed.len(), 1);
     assert_eq!(
-        failed[0]["note"],
+        failed[0]["message"],
         "0/3 nodes are available: 3 Insufficient cpu."
     );
 }
@@ -595,9 +600,9 @@ async fn eviction_emits_event_writes_conditions_then_deletes() {
     let ev = &reqs[0].body;
     assert_eq!(ev["reason"], "Evict");
     assert_eq!(ev["type"], "Warning");
-    assert_eq!(ev["note"], "Pod is evicted, because of preempt");
-    assert_eq!(ev["regarding"]["name"], "v");
-    assert_eq!(ev["regarding"]["uid"], "uid-v");
+    assert_eq!(ev["message"], "Pod is evicted, because of preempt");
+    assert_eq!(ev["involvedObject"]["name"], "v");
+    assert_eq!(ev["involvedObject"]["uid"], "uid-v");
 
     assert_eq!(reqs[1].content_type, STRATEGIC);
     let conds = reqs[1].body["status"]["conditions"]
@@ -956,7 +961,7 @@ async fn a_changed_message_is_published_with_the_new_message() {
     // Whatever the write (a new event or a series update of the old one), the object that
     // ends up on the server must carry the new message.
     assert_eq!(
-        written[1]["note"], "0/3 nodes: untolerated taint",
+        written[1]["message"], "0/3 nodes: untolerated taint",
         "{}",
         written[1]
     );

@@ -1,7 +1,8 @@
 //! `volcano-arguments`: the daemon started the way Volcano's chart starts `vc-scheduler`
 //! (`--logtostderr`, `-v=3`, `--enable-healthz=true`, `--plugins-dir`, Go durations, …)
 //! schedules, warns once per flag that does nothing here, and at `-v=3` logs each bind as one
-//! line without HTTP-library noise. Then leader election with a Lease namespace that does not
+//! line without HTTP-library noise; its events carry `source`, `count` and first/last
+//! timestamps as `kubectl get events` reads them. Then leader election with a Lease namespace that does not
 //! exist: `/readyz` fails saying so, the log says it once, and creating the namespace lets the
 //! replica lead.
 
@@ -48,6 +49,37 @@ async fn run(env: Env) -> Result<()> {
         b.get("first").cloned().ok_or_else(|| "not yet".to_string())
     })
     .await?;
+    // The Scheduled event as `kubectl get events` reads it (core/v1): source, count, times.
+    let core_events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(env.client.clone(), &ctx.ns);
+    let scheduler = ctx.scheduler.clone();
+    ctx.wait_for(
+        "a core/v1 Scheduled event with source and timestamps",
+        SHORT,
+        || async {
+            let list = core_events
+                .list(&Default::default())
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            let found = list.items.iter().find(|e| {
+                e.reason.as_deref() == Some("Scheduled")
+                    && e.involved_object.name.as_deref() == Some("first")
+            });
+            match found {
+                Some(e)
+                    if e.source.as_ref().and_then(|s| s.component.as_deref())
+                        == Some(scheduler.as_str())
+                        && e.count == Some(1)
+                        && e.first_timestamp.is_some()
+                        && e.last_timestamp.is_some() =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await?;
     let line = format!("bound {}/first to node {}", ctx.ns, nodes[0]);
     let log = ctx
         .wait_for("the bind logged at -v=3", SHORT, || async {
@@ -84,7 +116,12 @@ async fn run(env: Env) -> Result<()> {
     drop(daemon);
 
     // Leader election in a namespace that does not exist yet.
-    let lease_ns = format!("{NAME}-lease");
+    // A fresh name each run: a namespace deleted by an earlier run may still be terminating.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() % 1_000_000)
+        .unwrap_or_default();
+    let lease_ns = format!("{NAME}-lease-{stamp}");
     let namespaces: Api<Namespace> = Api::all(env.client.clone());
     let _ = namespaces.delete(&lease_ns, &DeleteParams::default()).await;
     let elected = ctx

@@ -144,7 +144,11 @@ impl Session {
             phase::UNKNOWN | phase::PENDING | phase::INQUEUE
         );
         let job_fit_error = self.state.job_fit_error(job);
-        if not_ready_phase {
+        // A gang placed in this session is still Pending/Inqueue until its binds land; Volcano
+        // then records a Warning "…unschedulable: pod group is ready". Here that is the Normal
+        // "Scheduled" event: Warnings are for real problems (alerting keys on them).
+        let placed = self.state.job(job).is_ready();
+        if not_ready_phase && !placed {
             let j = self.state.job(job);
             if !implicit {
                 let msg = format!(
@@ -156,7 +160,7 @@ impl Session {
                 self.state
                     .record_job_event(job, EventType::Warning, "Unschedulable", msg);
             }
-        } else if changed && !implicit {
+        } else if (changed || placed) && !implicit {
             self.state.record_job_event(
                 job,
                 EventType::Normal,
