@@ -368,6 +368,27 @@ impl Metrics {
         for code in ["200", "500", "503"] {
             scrape_requests.with_label_values(&[code]);
         }
+        // The process_* series Go's client exports for every Volcano binary (memory, CPU, open
+        // file descriptors, threads, start time).
+        #[cfg(target_os = "linux")]
+        {
+            let process = prometheus::process_collector::ProcessCollector::for_self();
+            registry
+                .register(Box::new(process))
+                .expect("the process collector registers once");
+        }
+        // Volcano defines these and no code path of its sets them: the families exist (for
+        // dashboards), without series.
+        for (name, help) in [
+            ("namespace_share", "Share for one namespace"),
+            ("namespace_weight", "Weight for one namespace"),
+            (
+                "namespace_weighted_share",
+                "Weighted share for one namespace",
+            ),
+        ] {
+            register(r, gauge_vec(name, help, &["namespace_name"]));
+        }
 
         Arc::new(Metrics {
             e2e_scheduling_latency: register(
@@ -1294,6 +1315,13 @@ mod tests {
         ),
         ("volcano_node_metrics_nodes", "gauge", &[]),
         ("volcano_leader", "gauge", &[]),
+        ("process_cpu_seconds_total", "counter", &[]),
+        ("process_open_fds", "gauge", &[]),
+        ("process_max_fds", "gauge", &[]),
+        ("process_virtual_memory_bytes", "gauge", &[]),
+        ("process_resident_memory_bytes", "gauge", &[]),
+        ("process_start_time_seconds", "gauge", &[]),
+        ("process_threads", "gauge", &[]),
         (
             "promhttp_metric_handler_requests_total",
             "counter",

@@ -753,6 +753,29 @@ mod tests {
         assert!(condition(&ssn, "ns/pg", "Scheduled").is_none());
     }
 
+    /// A standalone pod that does not fit counts in `unschedule_job_count` and has its
+    /// `unschedule_task_count` series under its implicit PodGroup's name, so the two agree.
+    #[test]
+    fn standalone_pods_count_in_both_unschedulable_metrics() {
+        let mut c = cluster();
+        c.pod(pod(
+            "ns",
+            "big",
+            None,
+            "Pending",
+            None,
+            json!({"cpu": "64"}),
+        ));
+        let decisions = c.session(&[&[NAME]]).close();
+        assert_eq!(decisions.unschedulable_jobs, Some(1));
+        let m = decisions
+            .job_metrics
+            .values()
+            .find(|m| m.name == "podgroup-uid-ns-big")
+            .expect("a series for the standalone pod's job");
+        assert_eq!(m.unschedule_task_count, Some(1));
+    }
+
     /// A gang placed in this session is still Inqueue at close (its binds have not landed):
     /// its event is the Normal "Scheduled", not a Warning "…unschedulable: pod group is ready"
     /// (a difference from Volcano, on purpose: Warnings are for real problems).

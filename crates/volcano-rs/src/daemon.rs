@@ -343,8 +343,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut servers = tokio::task::JoinSet::new();
     {
         let (m, h, rx) = (metrics.clone(), health.clone(), shutdown_rx.clone());
+        // A metrics port that cannot be bound aborts start-up, as the health port does.
+        let listener = http::bind(listen)
+            .await
+            .with_context(|| format!("--listen-address {listen}"))?;
         servers.spawn(async move {
-            if let Err(e) = http::serve(listen, m, h, wait_shutdown(rx)).await {
+            if let Err(e) = http::serve_on(listener, m, h, wait_shutdown(rx)).await {
                 tracing::error!(address = %listen, error = %e, "metrics server failed");
             }
         });

@@ -113,7 +113,34 @@ async fn run(env: Env) -> Result<()> {
         noisy.is_empty(),
         "HTTP-library debug lines at -v=3: {noisy:?}"
     );
+    // The scheduler's own process metrics, as Volcano's Go binary exports them.
+    let text = daemon.metrics().await?;
+    for family in [
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_cpu_seconds_total",
+    ] {
+        ensure!(
+            text.contains(&format!("\n{family} ")),
+            "/metrics lacks {family}"
+        );
+    }
     drop(daemon);
+
+    // A metrics port already taken ends the start with the flag named.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = taken.local_addr()?.port();
+    let busy = ctx
+        .daemon_unready(&[&format!("--listen-address=127.0.0.1:{port}")])
+        .await;
+    match busy {
+        Ok(_) => anyhow::bail!("the daemon started with its metrics port taken"),
+        Err(e) => ensure!(
+            format!("{e:#}").contains("--listen-address"),
+            "the start failed without naming --listen-address: {e:#}"
+        ),
+    }
+    drop(taken);
 
     // Leader election in a namespace that does not exist yet.
     // A fresh name each run: a namespace deleted by an earlier run may still be terminating.

@@ -61,11 +61,11 @@ impl Session {
                 metrics.entry(JobId::from_index(i)).or_default().placed = placed;
             }
         }
+        // Standalone pods' implicit jobs too, under the name Volcano's controller gives their
+        // PodGroup (`podgroup-<pod uid>`): gang counts them in `unschedule_job_count`, so
+        // `unschedule_task_count` has their series, as in Volcano.
         for (job, mut m) in metrics {
             let j = &state.jobs[job.index()];
-            if j.implicit {
-                continue;
-            }
             m.namespace = j.namespace.clone();
             m.name = j.name.clone();
             m.queue = j.queue_name.clone();
