@@ -1180,6 +1180,10 @@ impl Plugin for Capacity {
         }
         if !spec.is_open() {
             tracing::debug!(queue = %spec.name, state = %spec.state, job = %job.uid, "capacity: queue is not open, job rejected");
+            self.rejections.record(
+                job_id,
+                fairness::queue_not_open_message(&spec.name, &spec.state),
+            );
             return REJECT;
         }
         let Some(min) = &job.min_resources else {

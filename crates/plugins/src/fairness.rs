@@ -205,6 +205,8 @@ impl EnqueueRejections {
     }
 }
 
+pub(crate) use engine::model::queue::not_open_message as queue_not_open_message;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -449,6 +449,10 @@ impl Plugin for Proportion {
         let spec = &ssn.queue(queue).spec;
         if !spec.is_open() {
             tracing::debug!(queue = %spec.name, state = %spec.state, job = %job.uid, "proportion: queue is not open, job rejected");
+            self.rejections.record(
+                job_id,
+                crate::fairness::queue_not_open_message(&spec.name, &spec.state),
+            );
             return REJECT;
         }
         let Some(attr) = self.attr(queue) else {

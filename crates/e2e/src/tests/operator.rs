@@ -113,6 +113,33 @@ async fn run(env: Env) -> Result<()> {
         noisy.is_empty(),
         "HTTP-library debug lines at -v=3: {noisy:?}"
     );
+    // Pods waiting for objects that do not exist say which, in their PodScheduled condition.
+    ctx.pod("no-group")
+        .cpu("1")
+        .group("ghost")
+        .create(&ctx)
+        .await?;
+    ctx.pod("no-queue")
+        .cpu("1")
+        .queue_annotation("nowhere")
+        .create(&ctx)
+        .await?;
+    for (pod, needle) in [
+        ("no-group", format!("pod group {}/ghost", ctx.ns)),
+        ("no-queue", "queue nowhere does not exist".to_string()),
+    ] {
+        ctx.wait_for(&format!("{pod} explained: {needle}"), SHORT, || async {
+            let p = ctx.get_pod(pod).map_err(|e| format!("{e:#}")).await?;
+            match crate::harness::pod_scheduled(&p) {
+                Some((status, _, message)) if status == "False" && message.contains(&needle) => {
+                    Ok(())
+                }
+                other => Err(format!("PodScheduled = {other:?}")),
+            }
+        })
+        .await?;
+    }
+
     // The scheduler's own process metrics, as Volcano's Go binary exports them.
     let text = daemon.metrics().await?;
     for family in [

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::model::job::{JobStatus, phase};
 use crate::model::resource::{DimensionDefault, Resource};
+use crate::model::task::JobLink;
 use crate::model::{JobId, QueueId, TaskId, TaskStatus};
 
 use super::decisions::{
@@ -41,6 +42,7 @@ impl Session {
         for job in jobs {
             self.update_job(job);
         }
+        self.explain_jobless_tasks();
         self.update_queues();
 
         let state = &mut self.state;
@@ -184,9 +186,26 @@ impl Session {
                     )
             })
             .collect();
+        // A queue that is not Open admits and allocates nothing; say so rather than "not ready".
+        let closed_queue = self
+            .state
+            .job(job)
+            .queue
+            .map(|q| &self.state.queue(q).spec)
+            .filter(|q| !q.is_open())
+            .map(|q| {
+                format!(
+                    "queue {} is {}, not Open: it admits no new jobs",
+                    q.name, q.state
+                )
+            });
         for task in candidates {
             let (reason, mut message, nominated) = self.state.task_scheduling_reason(task);
-            if message.is_empty() {
+            if let Some(closed) = &closed_queue
+                && self.state.task(task).status == TaskStatus::Pending
+            {
+                message = closed.clone();
+            } else if message.is_empty() {
                 message = if job_fit_error.is_empty() {
                     "all nodes are unavailable".to_string()
                 } else {
@@ -197,6 +216,51 @@ impl Session {
                 self.state.decisions.unschedulable_tasks += 1;
             }
             self.task_unschedulable(task, reason, message, nominated);
+        }
+    }
+
+    /// Pending pods of ours that belong to no job of the session: their PodGroup or queue does
+    /// not exist. Volcano leaves them without a word; here each gets `PodScheduled=False`
+    /// saying which object is missing (once, while it stays the same).
+    fn explain_jobless_tasks(&mut self) {
+        let state = &self.state;
+        let orphans: Vec<(TaskId, String)> = (0..state.tasks.len())
+            .map(TaskId::from_index)
+            .filter_map(|id| {
+                let t = state.task(id);
+                let s = &t.spec;
+                if t.job.is_some() || !s.ours || t.status != TaskStatus::Pending || s.sch_gated {
+                    return None;
+                }
+                let message = match &s.job {
+                    JobLink::PodGroup(key) => match state.snapshot.pod_group(key) {
+                        Some(pg) => {
+                            let queue = if pg.spec.queue.is_empty() {
+                                state.snapshot.options().default_queue.clone()
+                            } else {
+                                pg.spec.queue.clone()
+                            };
+                            format!(
+                                "queue {queue} of pod group {key} does not exist; the pod waits \
+                                 until it does"
+                            )
+                        }
+                        None => format!(
+                            "pod group {key} (annotation scheduling.k8s.io/group-name) does not \
+                             exist; the pod waits until it does"
+                        ),
+                    },
+                    JobLink::Standalone { queue } => {
+                        format!("queue {queue} does not exist; the pod waits until it does")
+                    }
+                    JobLink::None => return None,
+                };
+                Some((id, message))
+            })
+            .collect();
+        for (task, message) in orphans {
+            self.state.decisions.unschedulable_tasks += 1;
+            self.task_unschedulable(task, "Unschedulable".to_string(), message, None);
         }
     }
 

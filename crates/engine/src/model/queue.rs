@@ -205,6 +205,11 @@ impl QueueInfo {
     }
 }
 
+/// Why a job of a queue that is not Open waits (closed, closing, unknown state).
+pub fn not_open_message(queue: &str, state: &str) -> String {
+    format!("queue {queue} is {state}, not Open: it admits no new jobs")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
