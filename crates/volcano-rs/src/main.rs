@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
 use volcano_rs::daemon::RunArgs;
 use volcano_rs::go_flags;
+use volcano_rs::simulate::filter::{self, ReportFilter};
 use volcano_rs::simulate::{self, ConfFile, SimError, SimInput, SimOptions};
 
 #[derive(Parser)]
@@ -78,6 +79,28 @@ struct SimulateArgs {
     /// Pods with this `spec.schedulerName` are scheduled (repeatable) [default: volcano-rs, volcano].
     #[arg(long = "scheduler-name", value_name = "NAME")]
     scheduler_names: Vec<String>,
+
+    /// Show only pods that are not bound (and PodGroups not Running or Completed).
+    #[arg(long)]
+    pending: bool,
+
+    /// Show only this namespace's pods and PodGroups.
+    #[arg(long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+
+    /// Show only this queue's pods, PodGroups and figures.
+    #[arg(long, value_name = "QUEUE")]
+    queue: Option<String>,
+
+    /// Show only this job: `namespace/podgroup` (`namespace/podgroup-<pod uid>` for a pod
+    /// without a PodGroup).
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    job: Option<String>,
+
+    /// Also run the input under this second configuration and list the pods whose node or
+    /// phase differs between the two (instead of the report).
+    #[arg(long, value_name = "FILE")]
+    compare: Option<PathBuf>,
 
     /// Cluster objects (YAML or JSON); `-` for standard input.
     #[arg(value_name = "FILE", required = true)]
@@ -260,16 +283,18 @@ fn wall_clock() -> Timestamp {
     Timestamp::new(seconds, 0).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
+fn read_conf(path: &std::path::Path) -> Result<ConfFile, SimError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| SimError::Io {
+        file: name.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(ConfFile { name, text })
+}
+
 fn run_simulation(args: &SimulateArgs) -> Result<String, SimError> {
     let scheduler_conf = match &args.scheduler_conf {
-        Some(path) => {
-            let name = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| SimError::Io {
-                file: name.clone(),
-                message: e.to_string(),
-            })?;
-            Some(ConfFile { name, text })
-        }
+        Some(path) => Some(read_conf(path)?),
         None => None,
     };
     let input = SimInput::from_files(&args.files)?;
@@ -287,9 +312,41 @@ fn run_simulation(args: &SimulateArgs) -> Result<String, SimError> {
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
-    let mut out = match args.format {
-        Format::Text => report.to_text(),
-        Format::Json => report.to_json(),
+    let filter = ReportFilter {
+        pending: args.pending,
+        namespace: args.namespace.clone(),
+        queue: args.queue.clone(),
+        job: args.job.clone(),
+    };
+    let mut out = match &args.compare {
+        Some(path) => {
+            let other = read_conf(path)?;
+            let b_name = other.name.clone();
+            let a_name = opts
+                .scheduler_conf
+                .as_ref()
+                .map(|c| c.name.clone())
+                .unwrap_or_else(|| "the default configuration".into());
+            let mut b_opts = opts.clone();
+            b_opts.scheduler_conf = Some(other);
+            let b = simulate::run(&input, &b_opts)?;
+            let (a, b) = (filter.apply(report), filter.apply(b));
+            let diff = filter::compare(&a, &b);
+            match args.format {
+                Format::Text => filter::comparison_text(&a_name, &b_name, &diff),
+                Format::Json => serde_json::to_string_pretty(&serde_json::json!({
+                    "a": a_name, "b": b_name, "differences": diff
+                }))
+                .unwrap_or_default(),
+            }
+        }
+        None => {
+            let report = filter.apply(report);
+            match args.format {
+                Format::Text => report.to_text(),
+                Format::Json => report.to_json(),
+            }
+        }
     };
     if !out.ends_with('\n') {
         out.push('\n');

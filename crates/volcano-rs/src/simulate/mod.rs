@@ -12,6 +12,7 @@
 
 mod cluster;
 mod decode;
+pub mod filter;
 pub mod load;
 pub mod report;
 
@@ -134,6 +135,15 @@ pub fn parse_conf(file: &ConfFile, strict: bool) -> Result<(SchedulerConf, Vec<S
 /// Runs the simulation: sessions until one changes nothing, at most `opts.max_cycles`.
 pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
     let mut warnings = Vec::new();
+    if input.nodes.is_empty() && input.pods.is_empty() {
+        warnings.push(
+            "the input holds no Node and no Pod: nothing to schedule (is it the right file, \
+             e.g. a `kubectl get nodes,pods,podgroups,queues -A -o yaml` dump?)"
+                .to_string(),
+        );
+    } else if input.nodes.is_empty() {
+        warnings.push("the input holds no Node: no pod can be placed".to_string());
+    }
     // An explicit file wins over the configuration a state dump carries.
     let dumped = input.scheduler_conf.as_ref().map(|(name, text)| ConfFile {
         name: name.clone(),

@@ -77,6 +77,11 @@ pub struct PodReport {
     /// The message of the pod's `PodScheduled=False` condition, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The pod's queue and job (`ns/podgroup` or `ns/podgroup-<uid>`), for filters.
+    #[serde(skip)]
+    pub queue: String,
+    #[serde(skip)]
+    pub job: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -182,7 +187,35 @@ impl CycleReport {
 }
 
 impl PodReport {
-    fn from_pod(pod: &Pod) -> PodReport {
+    fn from_pod(pod: &Pod, cluster: &SimCluster) -> PodReport {
+        let meta = &pod.metadata;
+        let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
+        let annotation = |k: &str| meta.annotations.as_ref().and_then(|a| a.get(k)).cloned();
+        let default_queue = || "default".to_string();
+        let group = annotation(apis::keys::GROUP_NAME)
+            .or_else(|| annotation(apis::keys::VOLCANO_GROUP_NAME))
+            .filter(|g| !g.is_empty());
+        let (job, queue) = match group {
+            Some(group) => {
+                let key = format!("{namespace}/{group}");
+                let queue = cluster
+                    .pod_groups()
+                    .get(&key)
+                    .map(|pg| pg.spec.queue.clone())
+                    .filter(|q| !q.is_empty())
+                    .unwrap_or_else(default_queue);
+                (key, queue)
+            }
+            None => (
+                format!(
+                    "{namespace}/podgroup-{}",
+                    meta.uid.clone().unwrap_or_default()
+                ),
+                annotation(apis::keys::QUEUE_NAME)
+                    .filter(|q| !q.is_empty())
+                    .unwrap_or_else(default_queue),
+            ),
+        };
         let status = pod.status.as_ref();
         let reason = status
             .and_then(|s| s.conditions.as_ref())
@@ -197,11 +230,26 @@ impl PodReport {
                 .filter(|n| !n.is_empty()),
             phase: status.and_then(|s| s.phase.clone()).unwrap_or_default(),
             reason,
+            queue,
+            job,
         }
     }
 }
 
 impl Report {
+    /// A report of nothing (a start for tests and filters).
+    pub fn empty() -> Report {
+        Report {
+            cycles: Vec::new(),
+            pods: BTreeMap::new(),
+            pod_groups: BTreeMap::new(),
+            queues: BTreeMap::new(),
+            skipped_plugins: Vec::new(),
+            converged: false,
+            warnings: Vec::new(),
+        }
+    }
+
     /// The final state of `cluster`; queue figures from the last session's metrics (`None`
     /// when no session ran: then only what the Queue objects say).
     pub(crate) fn build(
@@ -215,7 +263,7 @@ impl Report {
             .pods()
             .iter()
             .filter(|(_, pod)| cluster.is_ours(pod))
-            .map(|(key, pod)| (key.clone(), PodReport::from_pod(pod)))
+            .map(|(key, pod)| (key.clone(), PodReport::from_pod(pod, cluster)))
             .collect();
 
         let pod_groups = cluster
@@ -338,7 +386,7 @@ impl Report {
         let ending = if self.cycles.is_empty() {
             "no session ran".to_string()
         } else if self.converged {
-            "the last one changed nothing".to_string()
+            "the last one bound and evicted nothing".to_string()
         } else {
             "stopped at the cycle limit while the cluster was still changing".to_string()
         };
@@ -599,6 +647,8 @@ mod tests {
                         node: Some("n1".into()),
                         phase: "Running".into(),
                         reason: None,
+                        queue: "default".into(),
+                        job: "ns/pg".into(),
                     },
                 ),
                 (
@@ -607,6 +657,8 @@ mod tests {
                         node: None,
                         phase: "Pending".into(),
                         reason: Some("0/1 nodes are unavailable: 1 Insufficient cpu.".into()),
+                        queue: "default".into(),
+                        job: "ns/pg".into(),
                     },
                 ),
             ]),
@@ -665,7 +717,7 @@ mod tests {
     fn text_tables() {
         let text = sample().to_text();
         let expected = "\
-Cycles: 1 (the last one changed nothing)
+Cycles: 1 (the last one bound and evicted nothing)
 CYCLE   BINDS   PIPELINED   EVICTIONS
 1       1       0           1
 
