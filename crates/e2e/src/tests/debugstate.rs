@@ -140,6 +140,24 @@ async fn run(env: Env) -> anyhow::Result<()> {
         pods.len()
     );
 
+    // The filters on a real dump: this namespace's pods only; none left pending.
+    let only_ours = simulate_report(&env, &ctx.scheduler, &file, &["--namespace", &ctx.ns])?;
+    let keys: Vec<String> = only_ours["pods"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    ensure!(
+        keys.len() == pods.len() && keys.iter().all(|k| k.starts_with(&format!("{}/", ctx.ns))),
+        "--namespace {} kept {keys:?}",
+        ctx.ns
+    );
+    let pending = simulate_report(&env, &ctx.scheduler, &file, &["--pending"])?;
+    ensure!(
+        pending["pods"].as_object().is_some_and(|m| m.is_empty()),
+        "--pending kept pods the simulator binds: {}",
+        pending["pods"]
+    );
+
     // 3. The daemon leads and decides the same.
     Api::<Lease>::namespaced(env.client.clone(), LEASE_NAMESPACE)
         .delete(&ctx.lease_name(), &DeleteParams::default())
@@ -193,15 +211,17 @@ async fn hold_lease(env: &Env, ctx: &TestCtx) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `volcano-rs simulate --format json` on the dump: the binds of every cycle, `ns/pod → node`.
-fn simulate(
+/// `volcano-rs simulate --format json` on the dump with `extra` arguments: the JSON report.
+fn simulate_report(
     env: &Env,
     scheduler: &str,
     file: &std::path::Path,
-) -> anyhow::Result<BTreeMap<String, String>> {
+    extra: &[&str],
+) -> anyhow::Result<serde_json::Value> {
     let out = std::process::Command::new(&env.daemon_bin)
         .arg("simulate")
         .args(["--format", "json", "--scheduler-name", scheduler])
+        .args(extra)
         .arg(file)
         .output()
         .context("running volcano-rs simulate")?;
@@ -211,8 +231,16 @@ fn simulate(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let report: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("reading the simulator's JSON")?;
+    serde_json::from_slice(&out.stdout).context("reading the simulator's JSON")
+}
+
+/// `volcano-rs simulate --format json` on the dump: the binds of every cycle, `ns/pod → node`.
+fn simulate(
+    env: &Env,
+    scheduler: &str,
+    file: &std::path::Path,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let report = simulate_report(env, scheduler, file, &[])?;
     let mut binds = BTreeMap::new();
     for cycle in report["cycles"].as_array().into_iter().flatten() {
         for b in cycle["binds"].as_array().into_iter().flatten() {
