@@ -37,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$helm" template "$RELEASE" "$CHART" --namespace "$TEST_NAMESPACE" --kube-version "$KUBE_VERSION" \
 	>"$tmp/defaults.yaml"
 "$helm" template "$RELEASE" "$CHART" --namespace "$TEST_NAMESPACE" --kube-version "$KUBE_VERSION" \
-	-f "$CHART/ci/all-on-values.yaml" >"$tmp/all-on.yaml"
+	-f "$CHART/ci/all-on-values.yaml" --api-versions monitoring.coreos.com/v1/ServiceMonitor >"$tmp/all-on.yaml"
 
 for ns in "$TEST_NAMESPACE" volcano-system; do
 	e2e_kubectl get namespace "$ns" >/dev/null 2>&1 || e2e_kubectl create namespace "$ns" >/dev/null

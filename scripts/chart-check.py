@@ -104,7 +104,7 @@ def check_defaults(docs, ns):
         "--leader-elect-resource-name=volcano-rs",
         f"--leader-elect-resource-namespace={ns}",
         "--scheduler-name=volcano-rs",
-        "--scheduler-conf=/etc/volcano-rs/scheduler.conf",
+        "--scheduler-conf=/etc/volcano-rs/volcano-scheduler.conf",
         "--listen-address=:8080",
         "--healthz-address=:11251",
     ):
@@ -146,9 +146,9 @@ def check_defaults(docs, ns):
     cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] in cm_names]
     expect(len(cms) == 1, "the mounted ConfigMap is rendered")
     if cms:
-        conf = cms[0].get("data", {}).get("scheduler.conf")
+        conf = cms[0].get("data", {}).get("volcano-scheduler.conf")
         want = (REPO / "config/volcano-chart.conf").read_text()
-        expect(conf == want, "scheduler.conf differs from config/volcano-chart.conf")
+        expect(conf == want, "volcano-scheduler.conf differs from config/volcano-chart.conf")
 
     # RBAC: exactly the daemon's calls; the Lease only in the release namespace.
     cr = one(docs, "ClusterRole")
@@ -182,6 +182,19 @@ def check_defaults(docs, ns):
 
 def check_all_on(docs, _ns):
     one(docs, "ServiceMonitor")
+    # commonLabels on every object; extra volumes and mounts, probe overrides on the pod.
+    for d in docs:
+        labels = d.get("metadata", {}).get("labels", {})
+        expect(labels.get("team") == "batch",
+               f"commonLabels missing on {d.get('kind')} {d.get('metadata', {}).get('name')}")
+    dep = one(docs, "Deployment")
+    pod = dep.get("spec", {}).get("template", {}).get("spec", {})
+    expect(any(v.get("name") == "ca-bundle" for v in pod.get("volumes", [])), "extraVolumes rendered")
+    c = (pod.get("containers") or [{}])[0]
+    expect(any(m.get("mountPath") == "/etc/ssl/extra" for m in c.get("volumeMounts", [])),
+           "extraVolumeMounts rendered")
+    expect(c.get("livenessProbe", {}).get("periodSeconds") == 20, "livenessProbe override")
+    expect(c.get("readinessProbe", {}).get("periodSeconds") == 7, "readinessProbe override")
     if (REPO / "charts/volcano-rs/templates/dashboard-configmap.yaml").exists():
         dash = [d for d in by_kind(docs, "ConfigMap")
                 if d.get("metadata", {}).get("labels", {}).get("grafana_dashboard") == "1"]
