@@ -278,7 +278,21 @@ pub fn gang(env: Env) -> BoxFuture<'static, Result<()>> {
                 Err(format!("status {:?}", pg.status))
             }
         })
-        .await
+        .await?;
+        // The session that placed the gang said so in a Normal event, not in a Warning
+        // "…unschedulable: pod group is ready".
+        let ready_warnings: Vec<(String, String)> = ctx
+            .events_for("PodGroup", "pg")
+            .await?
+            .into_iter()
+            .filter(|(_, message)| message.contains("pod group is ready"))
+            .filter(|(reason, _)| reason == "Unschedulable")
+            .collect();
+        ensure!(
+            ready_warnings.is_empty(),
+            "the placed gang got Warning events: {ready_warnings:?}"
+        );
+        Ok(())
     })
 }
 
