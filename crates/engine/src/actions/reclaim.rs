@@ -5,8 +5,10 @@
 //! Differences from Volcano, each to stop evictions that achieve nothing (see
 //! [`super::victims`] and docs/fairness.md, "Preemption and reclaim without storms"): evicting
 //! stops only once the task really fits, predicates included (Volcano compares resources only,
-//! #4925); a node where the task fits without evicting is taken first (Volcano only looks at
-//! nodes that hold reclaimees); evicted victims the task turns out not to need are spared again;
+//! #4925); a task that fits somewhere without evicting is left to allocate, as in Volcano (whose
+//! reclaim only looks at nodes that hold reclaimees), and nothing is evicted for it elsewhere
+//! (Volcano would still evict on a node with reclaimees); evicted victims the task turns out not
+//! to need are spared again;
 //! an eviction whose resources the victim's queue would take straight back in the next cycle is
 //! refused (#4947, #4949).
 //!
@@ -19,8 +21,8 @@ use crate::model::{JobId, QueueId, TaskId, TaskStatus};
 
 use super::helper::PredicateHelper;
 use super::victims::{
-    Contest, Rules, pending_tasks, place_without_eviction, predicate_cache_enabled,
-    preempt_on_first_node, sanitize_victims,
+    Contest, Rules, fits, pending_tasks, predicate_cache_enabled, preempt_on_first_node,
+    sanitize_victims,
 };
 
 /// The action's name, as configured and as recorded on its evictions.
@@ -114,8 +116,11 @@ fn reclaim_for_task(
     if feasible.is_empty() {
         return Err("no candidate node".to_string());
     }
-    if place_without_eviction(ssn, stmt, task, &feasible, None) {
-        return Ok(());
+    // A task that fits as things are needs no reclaim: allocate places it in this session or
+    // the next (Volcano's reclaim only looks at nodes holding reclaimees, "No reclaimees on
+    // Node", and neither evicts nor pipelines for such a task on a node without them).
+    if feasible.iter().any(|&n| fits(ssn, task, n, None)) {
+        return Err("fits without evicting anything; left to allocate".to_string());
     }
     let rules = Rules {
         reason: NAME,
@@ -346,14 +351,18 @@ mod tests {
         assert_eq!(pipelined_on(&ssn, "c-x-0").as_deref(), Some("n2"));
     }
 
+    /// Volcano's "No reclaimees on Node": a task that fits on a node with room is neither
+    /// pipelined nor a reason to evict; allocate binds it.
     #[test]
-    fn a_node_with_room_is_used_without_evicting() {
+    fn a_task_that_fits_somewhere_is_left_to_allocate() {
         let mut c = overused_cluster(true);
         c.node("n2", "2", json!({}));
         let mut ssn = c.session(&conf("reclaim"));
         run(&mut ssn, "reclaim");
         assert!(evictions(&ssn).is_empty());
-        assert_eq!(pipelined_on(&ssn, "b-x-0").as_deref(), Some("n2"));
+        assert_eq!(pipelined_on(&ssn, "b-x-0"), None);
+        run(&mut ssn, "allocate");
+        assert!(evictions(&ssn).is_empty());
     }
 
     #[test]
