@@ -46,7 +46,7 @@ impl ReqwestCaller {
             .send()
             .await
             .map_err(|e| CallError {
-                message: format!("POST {url}: {}", error_chain(&e)),
+                message: format!("POST {url}: {}", crate::errors::chain(&e)),
                 unreachable: true,
             })?;
         let status = response.status();
@@ -60,7 +60,7 @@ impl ReqwestCaller {
         while let Some(chunk) = response.chunk().await.map_err(|e| {
             bad(format!(
                 "POST {url}: reading the answer: {}",
-                error_chain(&e)
+                crate::errors::chain(&e)
             ))
         })? {
             if answer.len() + chunk.len() > max_bytes {
@@ -72,18 +72,6 @@ impl ReqwestCaller {
         }
         Ok(answer)
     }
-}
-
-/// An error with its causes ("error sending request: connection refused").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 impl HttpCaller for ReqwestCaller {

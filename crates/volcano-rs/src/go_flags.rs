@@ -200,10 +200,11 @@ pub fn translate(argv: Vec<String>) -> Result<Translated, String> {
             out.verbosity = Some(Verbosity(level));
         } else if name == "version" {
             let v = value_of(false)?;
-            out.print_version = !matches!(
-                v.as_deref(),
-                Some("false" | "0" | "f" | "F" | "FALSE" | "False")
-            );
+            out.print_version = match v {
+                None => true,
+                Some(v) => engine::model::task::parse_go_bool(&v)
+                    .ok_or_else(|| format!("--version={v}: not a boolean"))?,
+            };
         } else if name == "lock-object-namespace" {
             let v = value_of(true)?.unwrap_or_default();
             out.warnings.push(

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::report::{PodReport, Report};
+use super::report::{PodReport, Report, Table};
 
 /// What to keep; every given criterion must hold.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -127,26 +127,12 @@ pub fn comparison_text(a_name: &str, b_name: &str, diff: &BTreeMap<String, Diffe
     if diff.is_empty() {
         return format!("Every pod ends the same under {a_name} and {b_name}.\n");
     }
-    let mut rows = vec![["POD".to_string(), a_name.to_string(), b_name.to_string()]];
+    let mut table = Table::new(["POD", a_name, b_name]);
     for (pod, d) in diff {
-        rows.push([pod.clone(), d.a.text(), d.b.text()]);
+        table.row([pod.clone(), d.a.text(), d.b.text()]);
     }
-    let widths: Vec<usize> = (0..3)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
     let mut out = format!("{} pods end differently:\n", diff.len());
-    for r in rows {
-        let line = format!(
-            "{:w0$}  {:w1$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            w0 = widths[0],
-            w1 = widths[1]
-        );
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    table.render(&mut out);
     out
 }
 
@@ -218,7 +204,7 @@ mod tests {
         assert_eq!(diff.keys().collect::<Vec<_>>(), ["a/p2"]);
         let text = comparison_text("A", "B", &diff);
         assert!(text.contains("1 pods end differently"), "{text}");
-        assert!(text.contains("a/p2  Pending  Running on n2"), "{text}");
+        assert!(text.contains("a/p2   Pending   Running on n2"), "{text}");
         assert!(comparison_text("A", "B", &compare(&a, &a)).starts_with("Every pod"));
     }
 }

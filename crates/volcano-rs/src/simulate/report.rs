@@ -526,20 +526,20 @@ fn human_number(v: f64) -> String {
 }
 
 /// A left-aligned table with kubectl's three-space column gap.
-struct Table<const N: usize> {
-    header: [&'static str; N],
+pub(crate) struct Table<const N: usize> {
+    header: [String; N],
     rows: Vec<[String; N]>,
 }
 
 impl<const N: usize> Table<N> {
-    fn new(header: [&'static str; N]) -> Self {
+    pub(crate) fn new(header: [&str; N]) -> Self {
         Table {
-            header,
+            header: header.map(String::from),
             rows: Vec::new(),
         }
     }
 
-    fn row(&mut self, cells: [String; N]) {
+    pub(crate) fn row(&mut self, cells: [String; N]) {
         self.rows.push(cells);
     }
 
@@ -547,8 +547,8 @@ impl<const N: usize> Table<N> {
         self.rows.is_empty()
     }
 
-    fn render(&self, out: &mut String) {
-        let mut widths = self.header.map(|h| h.chars().count());
+    pub(crate) fn render(&self, out: &mut String) {
+        let mut widths = self.header.clone().map(|h| h.chars().count());
         for row in &self.rows {
             for (w, cell) in widths.iter_mut().zip(row) {
                 *w = (*w).max(cell.chars().count());
@@ -566,7 +566,7 @@ impl<const N: usize> Table<N> {
             out.push_str(text.trim_end());
             out.push('\n');
         };
-        line(&mut self.header.iter().copied());
+        line(&mut self.header.iter().map(String::as_str));
         for row in &self.rows {
             line(&mut row.iter().map(String::as_str));
         }
