@@ -162,6 +162,7 @@ pub fn new(args: &Arguments) -> Box<dyn Plugin> {
         http: None,
         unreachable: Mutex::new(None),
         points: ExtensionPoints::NONE,
+        searching: None,
     })
 }
 
@@ -171,6 +172,9 @@ pub struct ExtenderPlugin {
     /// Set by the first call of the session that found the extender unreachable.
     unreachable: Mutex<Option<String>>,
     points: ExtensionPoints,
+    /// The JSON of the task whose node search is under way (set once per task by
+    /// `pre_predicate`), so that a predicate call per node does not encode the pod again.
+    searching: Option<(TaskId, Value)>,
 }
 
 /// Does any container or init container list a managed resource in its requests or limits?
@@ -206,12 +210,25 @@ fn status_code(code: i64) -> StatusCode {
 }
 
 impl ExtenderPlugin {
+    /// The task's JSON: the cached one during its node search, else encoded now.
+    fn task_json(&self, ssn: &SessionState, task: TaskId) -> std::borrow::Cow<'_, Value> {
+        match &self.searching {
+            Some((t, json)) if *t == task => std::borrow::Cow::Borrowed(json),
+            _ => std::borrow::Cow::Owned(wire::task(ssn, task)),
+        }
+    }
+
     fn is_interested(&self, ssn: &SessionState, task: TaskId) -> bool {
         interested(&ssn.task(task).spec.pod, &self.args.managed_resources)
     }
 
     /// POSTs `request` to `verb`; the decoded answer (`Value::Null` when `read` is false).
-    fn call(&self, verb: &str, request: &Value, read: bool) -> Result<Value, String> {
+    fn call(
+        &self,
+        verb: &str,
+        request: &impl serde::Serialize,
+        read: bool,
+    ) -> Result<Value, String> {
         let earlier = self
             .unreachable
             .lock()
@@ -312,6 +329,7 @@ impl Plugin for ExtenderPlugin {
             .get_mut()
             .unwrap_or_else(|p| p.into_inner()) = None;
         self.points = ExtensionPoints::NONE;
+        self.searching = None;
         let v = &self.args.verbs;
         if !v.on_session_open.is_empty() {
             let request = wire::session_open(ssn);
@@ -325,7 +343,11 @@ impl Plugin for ExtenderPlugin {
         }
         let mut points = ExtensionPoints::EVENT_HANDLER;
         for (verb, point) in [
-            (&v.predicate, ExtensionPoints::PREDICATE),
+            // pre_predicate only caches the task's JSON for the predicate calls that follow.
+            (
+                &v.predicate,
+                ExtensionPoints::PREDICATE | ExtensionPoints::PRE_PREDICATE,
+            ),
             (&v.prioritize, ExtensionPoints::BATCH_NODE_ORDER),
             (&v.preemptable, ExtensionPoints::PREEMPTABLE),
             (&v.reclaimable, ExtensionPoints::RECLAIMABLE),
@@ -354,11 +376,25 @@ impl Plugin for ExtenderPlugin {
         self.points
     }
 
+    fn pre_predicate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
+        self.searching = Some((task, wire::task(ssn, task)));
+        Ok(())
+    }
+
     fn predicate(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<(), FitError> {
         if !self.is_interested(ssn, task) {
             return Ok(());
         }
-        let request = json!({"task": wire::task(ssn, task), "node": wire::node(ssn, node)});
+        #[derive(serde::Serialize)]
+        struct Request<'a> {
+            task: &'a Value,
+            node: Value,
+        }
+        let task_json = self.task_json(ssn, task);
+        let request = Request {
+            task: &task_json,
+            node: wire::node(ssn, node),
+        };
         match self.call(&self.args.verbs.predicate, &request, true) {
             Ok(answer) => match answer["status"].as_str() {
                 None | Some("") => Ok(()),
@@ -383,7 +419,7 @@ impl Plugin for ExtenderPlugin {
             return Ok(Vec::new());
         }
         let request = json!({
-            "task": wire::task(ssn, task),
+            "task": self.task_json(ssn, task).into_owned(),
             "nodes": nodes.iter().map(|n| wire::node(ssn, *n)).collect::<Vec<_>>(),
         });
         match self.call(&self.args.verbs.prioritize, &request, true) {

@@ -204,11 +204,23 @@ fn predicate_passes_on_empty_status_fails_with_the_extenders_reason() {
     assert_eq!(request["node"]["Node"]["metadata"]["name"], "n1");
 
     let script = Arc::new(Script::default().answer("filter", json!({"status": "", "code": 3})));
-    let ssn = session(&c, &[("extender.predicateVerb", text("filter"))], script);
+    let mut ssn = session(
+        &c,
+        &[("extender.predicateVerb", text("filter"))],
+        script.clone(),
+    );
+    // The node search of a task encodes it once (pre_predicate) and sends it with every node.
+    ssn.pre_predicate(p).expect("pre-predicate");
     assert!(
         ssn.predicate(p, n1).is_ok(),
         "an empty status passes whatever the code"
     );
+    let n2 = ssn.state.node_by_key("n2");
+    assert!(ssn.predicate(p, n2).is_ok());
+    let sent = script.calls.lock().unwrap().clone();
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|(_, r)| r["task"]["Name"] == "p"));
+    assert_eq!(sent[1].1["node"]["Name"], "n2");
 }
 
 #[test]
