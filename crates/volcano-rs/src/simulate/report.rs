@@ -191,7 +191,7 @@ impl PodReport {
         let meta = &pod.metadata;
         let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
         let annotation = |k: &str| meta.annotations.as_ref().and_then(|a| a.get(k)).cloned();
-        let default_queue = || "default".to_string();
+        let default_queue = || apis::DEFAULT_QUEUE.to_string();
         let group = annotation(apis::keys::GROUP_NAME)
             .or_else(|| annotation(apis::keys::VOLCANO_GROUP_NAME))
             .filter(|g| !g.is_empty());
