@@ -30,7 +30,7 @@ enum Command {
     /// ResourceQuotas and Namespaces as `kubectl get -o yaml` prints them (`kind: List`
     /// included); `-` reads standard input. Sessions run until one changes nothing, at most
     /// --cycles.
-    Simulate(SimulateArgs),
+    Simulate(Box<SimulateArgs>),
     /// Run the scheduler against a Kubernetes API server.
     ///
     /// Watches Pods, Nodes, PodGroups, Queues, PriorityClasses, PodDisruptionBudgets,
@@ -67,6 +67,16 @@ struct SimulateArgs {
     #[arg(long, value_name = "N", default_value_t = simulate::DEFAULT_MAX_CYCLES,
           value_parser = parse_cycles)]
     cycles: usize,
+
+    /// Move the clock on by this much before each session after the first (Go duration, e.g.
+    /// `30s`, `10m`); the run then goes on to --cycles, as time alone can change decisions.
+    #[arg(long, value_name = "DURATION", value_parser = parse_period)]
+    cycle_period: Option<std::time::Duration>,
+
+    /// Recreate each evicted pod as a new Pending pod (`<name>-r1`, `-r2`, ...), as its
+    /// controller would, to see what the following sessions do with it.
+    #[arg(long)]
+    recreate_evicted: bool,
 
     /// The clock the sessions see (RFC 3339, e.g. 2026-01-01T00:00:00Z); default: now.
     #[arg(long, value_name = "RFC3339", value_parser = parse_timestamp)]
@@ -133,7 +143,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Simulate(args) => {
             init_logging(LogFormat::Text, "warn", None);
-            simulate_command(args)
+            simulate_command(*args)
         }
         Command::Run { args, log_format } => {
             init_logging(log_format, "info", translated.verbosity);
@@ -262,6 +272,10 @@ fn simulate_command(args: SimulateArgs) -> ExitCode {
     }
 }
 
+fn parse_period(text: &str) -> Result<std::time::Duration, String> {
+    simulate::parse_cycle_period(text)
+}
+
 fn parse_cycles(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("at least one cycle is needed".to_string()),
@@ -305,6 +319,8 @@ fn run_simulation(args: &SimulateArgs) -> Result<String, SimError> {
     opts.scheduler_conf = scheduler_conf;
     opts.max_cycles = args.cycles;
     opts.strict_config = args.strict_config;
+    opts.cycle_period = args.cycle_period.unwrap_or_default();
+    opts.recreate_evicted = args.recreate_evicted;
     if !args.scheduler_names.is_empty() {
         opts.scheduler_names = args.scheduler_names.clone();
     }

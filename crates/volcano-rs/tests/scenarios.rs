@@ -6,7 +6,7 @@
 //! * `cluster.yaml` — the cluster (any input `simulate` accepts);
 //! * `scheduler.conf` — optional; the embedded default configuration otherwise;
 //! * `args.yaml` — optional: `{cycles: N, now: "<RFC 3339>", schedulerNames: [..],
-//!   strictConfig: bool}`
+//!   strictConfig: bool, cyclePeriod: "<Go duration>", recreateEvicted: bool}`
 //!   (default now `2026-01-01T00:00:00Z`, other defaults as the command's);
 //! * `expected.yaml` — a subset of the JSON report that must match (see [`matches`]), or
 //! * `expected-error.txt` — the simulation must fail with a message containing this text.
@@ -37,6 +37,8 @@ struct Args {
     now: Option<String>,
     scheduler_names: Option<Vec<String>>,
     strict_config: bool,
+    cycle_period: Option<String>,
+    recreate_evicted: bool,
 }
 
 fn scenarios_dir() -> PathBuf {
@@ -89,6 +91,11 @@ fn simulate_case(dir: &Path) -> Result<Result<String, String>, String> {
         opts.max_cycles = cycles;
     }
     opts.strict_config = args.strict_config;
+    if let Some(period) = &args.cycle_period {
+        opts.cycle_period = simulate::parse_cycle_period(period)
+            .map_err(|e| format!("args.yaml: cyclePeriod: {e}"))?;
+    }
+    opts.recreate_evicted = args.recreate_evicted;
     if let Some(names) = args.scheduler_names {
         opts.scheduler_names = names;
     }

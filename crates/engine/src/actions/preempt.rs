@@ -22,8 +22,8 @@ use crate::model::{JobId, NodeId, QueueId, TaskId};
 
 use super::helper::{PredicateHelper, prioritize_nodes};
 use super::victims::{
-    Contest, Rules, pending_tasks, place_without_eviction, predicate_cache_enabled,
-    preempt_on_first_node, sanitize_victims,
+    Contest, EvictionArgs, Rules, pending_tasks, place_without_eviction, preempt_on_first_node,
+    sanitize_victims,
 };
 
 /// The action's name, as configured and as recorded on its evictions.
@@ -39,7 +39,7 @@ enum Scope {
 }
 
 pub fn execute(ssn: &mut Session) {
-    let cache_enabled = predicate_cache_enabled(ssn, NAME);
+    let args = EvictionArgs::read(ssn, NAME);
     refuse_topology_aware_mode(ssn);
 
     let mut preemptors: BTreeMap<QueueId, PriorityQueue<JobId>> = BTreeMap::new();
@@ -66,7 +66,7 @@ pub fn execute(ssn: &mut Session) {
     }
 
     // One helper for the whole action, so its error cache spans every preemptor (§6.0.2).
-    let mut helper = PredicateHelper::new(cache_enabled);
+    let mut helper = PredicateHelper::new(args.predicate_cache);
     while let Some(queue) = queues.pop(|a, b| ssn.queue_order(a, b)) {
         // Between the jobs of the queue: one statement per preemptor job, committed only if
         // the job ends up pipelined, so a gang never evicts for a part of itself.
@@ -82,9 +82,14 @@ pub fn execute(ssn: &mut Session) {
                 else {
                     break;
                 };
-                if let Err(reason) =
-                    preempt_task(ssn, &mut stmt, task, Scope::OtherJobs(job), &mut helper)
-                {
+                if let Err(reason) = preempt_task(
+                    ssn,
+                    &mut stmt,
+                    task,
+                    Scope::OtherJobs(job),
+                    &mut helper,
+                    args,
+                ) {
                     tracing::debug!(task = ssn.state.task(task).key(), %reason, "no preemption");
                 }
             }
@@ -101,7 +106,7 @@ pub fn execute(ssn: &mut Session) {
             let mut heap = pending_tasks(ssn, job);
             while let Some(task) = heap.pop(|a, b| ssn.task_order(a, b)) {
                 let mut stmt = Statement::new();
-                match preempt_task(ssn, &mut stmt, task, Scope::OwnJob, &mut helper) {
+                match preempt_task(ssn, &mut stmt, task, Scope::OwnJob, &mut helper, args) {
                     Ok(()) => ssn.commit(stmt),
                     Err(reason) => {
                         tracing::debug!(task = ssn.state.task(task).key(), %reason, "no preemption");
@@ -139,6 +144,7 @@ fn preempt_task(
     task: TaskId,
     scope: Scope,
     helper: &mut PredicateHelper,
+    args: EvictionArgs,
 ) -> Result<(), String> {
     eligible_to_preempt(ssn, task)?;
     ssn.pre_predicate(task)
@@ -147,7 +153,7 @@ fn preempt_task(
     let (feasible, _) = helper.predicate_nodes(ssn, task, &candidates, &|s, t, n| {
         s.predicate_for_preempt_action(t, n)
     });
-    normal_preempt(ssn, stmt, task, scope, &feasible)
+    normal_preempt(ssn, stmt, task, scope, &feasible, args)
 }
 
 /// `taskEligibleToPreempt`: `preemptionPolicy: Never` never preempts; a pod already nominated
@@ -214,6 +220,7 @@ fn normal_preempt(
     task: TaskId,
     scope: Scope,
     feasible: &[NodeId],
+    args: EvictionArgs,
 ) -> Result<(), String> {
     let queue = ssn
         .state
@@ -230,6 +237,7 @@ fn normal_preempt(
         reason: NAME,
         allocatable_in: Some(queue),
         contest: Contest::Jobs,
+        refuse_take_back: args.refuse_take_back,
     };
     preempt_on_first_node(ssn, stmt, task, nodes, rules, &|ssn, node| {
         let preemptees: Vec<TaskId> = ssn

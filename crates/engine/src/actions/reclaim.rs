@@ -21,15 +21,14 @@ use crate::model::{JobId, QueueId, TaskId, TaskStatus};
 
 use super::helper::PredicateHelper;
 use super::victims::{
-    Contest, Rules, fits, pending_tasks, predicate_cache_enabled, preempt_on_first_node,
-    sanitize_victims,
+    Contest, EvictionArgs, Rules, fits, pending_tasks, preempt_on_first_node, sanitize_victims,
 };
 
 /// The action's name, as configured and as recorded on its evictions.
 pub const NAME: &str = "reclaim";
 
 pub fn execute(ssn: &mut Session) {
-    let cache_enabled = predicate_cache_enabled(ssn, NAME);
+    let args = EvictionArgs::read(ssn, NAME);
 
     let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
     let mut seen: BTreeSet<QueueId> = BTreeSet::new();
@@ -81,7 +80,7 @@ pub fn execute(ssn: &mut Session) {
                 {
                     continue;
                 }
-                if let Err(reason) = reclaim_for_task(ssn, &mut stmt, task, queue, cache_enabled) {
+                if let Err(reason) = reclaim_for_task(ssn, &mut stmt, task, queue, args) {
                     tracing::debug!(task = ssn.state.task(task).key(), %reason, "no reclaim");
                 }
             }
@@ -105,10 +104,10 @@ fn reclaim_for_task(
     stmt: &mut Statement,
     task: TaskId,
     queue: QueueId,
-    cache_enabled: bool,
+    args: EvictionArgs,
 ) -> Result<(), String> {
     // A helper per task, as Volcano does.
-    let mut helper = PredicateHelper::new(cache_enabled);
+    let mut helper = PredicateHelper::new(args.predicate_cache);
     let candidates = ssn.filter_out_unschedulable_and_unresolvable_nodes(task);
     let (feasible, _) = helper.predicate_nodes(ssn, task, &candidates, &|s, t, n| {
         s.predicate_for_preempt_action(t, n)
@@ -126,6 +125,7 @@ fn reclaim_for_task(
         reason: NAME,
         allocatable_in: None,
         contest: Contest::Queues,
+        refuse_take_back: args.refuse_take_back,
     };
     preempt_on_first_node(ssn, stmt, task, feasible, rules, &|ssn, node| {
         let reclaimees: Vec<TaskId> = ssn

@@ -41,17 +41,45 @@ pub(super) struct Rules {
     /// `Preemptive` before searching and leaves this `None`.
     pub allocatable_in: Option<QueueId>,
     pub contest: Contest,
+    /// Rule 3 applies (argument `refuseTakeBack`, default true).
+    pub refuse_take_back: bool,
 }
 
-/// `predicateErrorCacheEnable` of `action` (default true).
-pub(super) fn predicate_cache_enabled(ssn: &Session, action: &str) -> bool {
-    let mut on = true;
-    if let Some(args) = ssn.state.conf.action_arguments(action)
-        && let Err(e) = args.get_bool("predicateErrorCacheEnable", &mut on)
-    {
-        tracing::warn!(action, key = "predicateErrorCacheEnable", error = %e, "argument ignored");
+/// The arguments preempt and reclaim share.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct EvictionArgs {
+    /// `predicateErrorCacheEnable` (default true).
+    pub predicate_cache: bool,
+    /// `refuseTakeBack` (default true): volcano-rs's rule 3. Off, the action evicts as Volcano
+    /// does, take-backs included — for comparing with Volcano, not for production.
+    pub refuse_take_back: bool,
+}
+
+impl EvictionArgs {
+    pub fn read(ssn: &Session, action: &str) -> EvictionArgs {
+        let mut read = EvictionArgs {
+            predicate_cache: true,
+            refuse_take_back: true,
+        };
+        let Some(args) = ssn.state.conf.action_arguments(action) else {
+            return read;
+        };
+        for (key, value) in [
+            ("predicateErrorCacheEnable", &mut read.predicate_cache),
+            ("refuseTakeBack", &mut read.refuse_take_back),
+        ] {
+            if let Err(e) = args.get_bool(key, value) {
+                tracing::warn!(action, key, error = %e, "argument ignored");
+            }
+        }
+        if !read.refuse_take_back {
+            tracing::warn!(
+                action,
+                "refuseTakeBack is false: evictions whose resources go straight back to the victim are made"
+            );
+        }
+        read
     }
-    on
 }
 
 /// The job's `Pending` tasks without scheduling gates, in task order (the preemptors).
@@ -182,7 +210,10 @@ pub(super) fn preempt_on_node(
     let evicted = node_stmt.has_evictions();
     // Checked before the pipeline: the next cycle starts with the victims gone and the
     // preemptor still pending, and that is the state its allocate orders queues and jobs by.
-    if evicted && let Some(victim) = take_back_risk(ssn, &node_stmt, preemptor, rules.contest) {
+    if evicted
+        && rules.refuse_take_back
+        && let Some(victim) = take_back_risk(ssn, &node_stmt, preemptor, rules.contest)
+    {
         let victim = ssn.state.task(victim).key().to_string();
         ssn.discard(node_stmt);
         return Err(format!(

@@ -34,6 +34,10 @@ pub(crate) struct SimCluster {
     queues: BTreeMap<String, Queue>,
     scheduler_names: Vec<String>,
     now: Timestamp,
+    /// Recreate evicted pods Pending under a new name (a controller's stand-in).
+    pub(crate) recreate_evicted: bool,
+    /// How many times each original pod was recreated, for the next name.
+    recreated: BTreeMap<String, u32>,
 }
 
 fn key(meta: &ObjectMeta) -> String {
@@ -137,6 +141,8 @@ impl SimCluster {
             queues,
             scheduler_names,
             now,
+            recreate_evicted: false,
+            recreated: BTreeMap::new(),
         };
         (cluster, warnings)
     }
@@ -233,12 +239,15 @@ impl SimCluster {
         }
 
         for eviction in &decisions.evictions {
-            if self.pods.remove(&eviction.pod).is_none() {
+            let Some(evicted) = self.pods.remove(&eviction.pod) else {
                 tracing::warn!(pod = %eviction.pod, "eviction of an unknown pod ignored");
                 continue;
-            }
+            };
             if let Some((namespace, name)) = eviction.pod.split_once('/') {
                 self.shared.lock().delete_pod(namespace, name);
+            }
+            if self.recreate_evicted {
+                self.recreate(&eviction.pod, evicted);
             }
         }
 
@@ -262,6 +271,59 @@ impl SimCluster {
         }
     }
 }
+
+impl SimCluster {
+    /// The clock moved on (a cycle period): conditions written from now on carry this time.
+    pub(crate) fn set_now(&mut self, now: Timestamp) {
+        self.now = now;
+    }
+
+    /// What a controller does after its pod is deleted: a new pod from the same template,
+    /// Pending, unbound, under a new name (`<original>-r<N>`) and uid.
+    fn recreate(&mut self, evicted_key: &str, evicted: Pod) {
+        let original = evicted
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(RECREATED_FROM))
+            .cloned()
+            .unwrap_or_else(|| evicted_key.to_string());
+        let count = self.recreated.entry(original.clone()).or_default();
+        *count += 1;
+        let base = original
+            .split_once('/')
+            .map_or(original.as_str(), |(_, n)| n);
+        let name = format!("{base}-r{count}");
+        let mut pod = Pod {
+            metadata: evicted.metadata,
+            spec: evicted.spec,
+            status: Some(PodStatus {
+                phase: Some("Pending".to_string()),
+                ..PodStatus::default()
+            }),
+        };
+        pod.metadata.uid = Some(format!(
+            "{}-r{count}",
+            pod.metadata.uid.as_deref().unwrap_or(base)
+        ));
+        pod.metadata.name = Some(name);
+        pod.metadata.creation_timestamp = Some(Time(self.now));
+        pod.metadata.resource_version = None;
+        pod.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(RECREATED_FROM.to_string(), original);
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = None;
+        }
+        let new_key = key(&pod.metadata);
+        self.shared.lock().upsert_pod(pod.clone());
+        self.pods.insert(new_key, pod);
+    }
+}
+
+/// Annotation on a recreated pod naming the pod it replaces (`namespace/name` of the first).
+const RECREATED_FROM: &str = "simulate.volcano-rs.io/recreated-from";
 
 /// Whether a session's decisions change the cluster. Pipelined placements are session-only.
 pub(crate) fn changes_anything(d: &Decisions) -> bool {

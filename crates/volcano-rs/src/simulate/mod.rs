@@ -8,7 +8,11 @@
 //! or at the cycle limit. The [`Report`] ([`report`]) tells what happened.
 //!
 //! Every session sees the same clock (`now`): simulated sessions take no time, and a fixed
-//! clock keeps the output a pure function of the input.
+//! clock keeps the output a pure function of the input. With a cycle period the clock moves on
+//! by that much before each later session (time windows, cool-downs), still deterministically;
+//! the run then goes on to the cycle limit, since the passing of time alone can change what a
+//! session decides. With `recreate_evicted` an evicted pod comes back Pending under a new name,
+//! as its controller would recreate it, so that what the next sessions do with it shows.
 
 mod cluster;
 mod decode;
@@ -60,6 +64,10 @@ pub struct SimOptions {
     pub scheduler_names: Vec<String>,
     /// Refuse unknown plugin names instead of skipping them ([`KnownNames::strict`]).
     pub strict_config: bool,
+    /// How far the clock moves before each session after the first (zero: it stands still).
+    pub cycle_period: std::time::Duration,
+    /// Recreate each evicted pod as a new Pending pod (a controller's stand-in).
+    pub recreate_evicted: bool,
 }
 
 impl SimOptions {
@@ -72,6 +80,8 @@ impl SimOptions {
             now,
             scheduler_names: DEFAULT_SCHEDULER_NAMES.map(String::from).to_vec(),
             strict_config: false,
+            cycle_period: std::time::Duration::ZERO,
+            recreate_evicted: false,
         }
     }
 }
@@ -200,8 +210,10 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
             .unwrap_or_else(|| DEFAULT_SCHEDULER_NAMES[0].to_string()),
         ..SessionOptions::default()
     };
-    let (cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);
+    let (mut cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);
+    cluster.recreate_evicted = opts.recreate_evicted;
     warnings.extend(admission_warnings);
+    let clock = SimClock::new(opts.now, opts.cycle_period);
 
     let sink = Arc::new(SimSink {
         cluster: Mutex::new(cluster),
@@ -216,8 +228,8 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
         leader: Box::new(AlwaysLeader),
         metrics: ::cluster::metrics::Metrics::new(),
         clock: {
-            let now = opts.now;
-            Arc::new(move || now)
+            let clock = clock.clone();
+            Arc::new(move || clock.now())
         },
         identity: "sim".into(),
         default_queue: StateOptions::default().default_queue,
@@ -231,7 +243,11 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
     });
     let mut converged = false;
     runtime.block_on(async {
-        for _ in 0..opts.max_cycles {
+        for cycle in 0..opts.max_cycles {
+            if cycle > 0 && clock.advance() {
+                let now = clock.now();
+                sink.lock_cluster().set_now(now);
+            }
             let outcome = scheduler.run_cycle().await;
             if !matches!(outcome, CycleOutcome::Ran(_)) {
                 // Nothing else can happen to an always-leading scheduler on a cluster without
@@ -239,7 +255,7 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
                 tracing::error!(?outcome, "simulated cycle did not run");
                 break;
             }
-            if !sink.lock_written().last_changed {
+            if !sink.lock_written().last_changed && opts.cycle_period.is_zero() {
                 converged = true;
                 break;
             }
@@ -256,6 +272,56 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
     );
     report.skipped_plugins = conf.skipped_plugins.clone();
     Ok(report)
+}
+
+/// A cycle period: a Go duration (`30s`, `10m`, `1h30m`), zero or more.
+pub fn parse_cycle_period(text: &str) -> Result<std::time::Duration, String> {
+    match engine::conf::parse_go_duration(text) {
+        Some(nanos) if nanos >= 0 => Ok(std::time::Duration::from_nanos(nanos.unsigned_abs())),
+        Some(_) => Err(format!(
+            "{text:?} is negative; the clock only moves forward"
+        )),
+        None => Err(format!("{text:?} is not a duration such as 30s or 10m")),
+    }
+}
+
+/// The simulated clock: `start`, moved on by `period` at each [`SimClock::advance`].
+#[derive(Clone)]
+struct SimClock {
+    now: Arc<Mutex<Timestamp>>,
+    period: Option<k8s_openapi::jiff::SignedDuration>,
+}
+
+impl SimClock {
+    fn new(start: Timestamp, period: std::time::Duration) -> SimClock {
+        let period = (!period.is_zero())
+            .then(|| k8s_openapi::jiff::SignedDuration::try_from(period).ok())
+            .flatten();
+        SimClock {
+            now: Arc::new(Mutex::new(start)),
+            period,
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        *self.now.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Moves the clock on by one period; whether it moved (a period that would leave the
+    /// representable range stops it).
+    fn advance(&self) -> bool {
+        let Some(period) = self.period else {
+            return false;
+        };
+        let mut now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
+        match now.checked_add(period) {
+            Ok(next) => {
+                *now = next;
+                true
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 /// The simulator's leadership: it always leads.
