@@ -96,7 +96,13 @@ impl Plugin for CooldownProtection {
     }
 
     fn extension_points(&self) -> ExtensionPoints {
-        ExtensionPoints::PREEMPTABLE | ExtensionPoints::RECLAIMABLE
+        ExtensionPoints::PREEMPTABLE
+            | ExtensionPoints::RECLAIMABLE
+            | ExtensionPoints::EVICTION_GUARD
+    }
+
+    fn eviction_guard(&self, ssn: &SessionState, candidates: &[TaskId]) -> Vec<TaskId> {
+        self.filter(ssn, candidates).0
     }
 
     fn preemptable(

@@ -59,7 +59,13 @@ impl Plugin for ConformancePlugin {
     }
 
     fn extension_points(&self) -> ExtensionPoints {
-        ExtensionPoints::PREEMPTABLE | ExtensionPoints::RECLAIMABLE
+        ExtensionPoints::PREEMPTABLE
+            | ExtensionPoints::RECLAIMABLE
+            | ExtensionPoints::EVICTION_GUARD
+    }
+
+    fn eviction_guard(&self, ssn: &SessionState, candidates: &[TaskId]) -> Vec<TaskId> {
+        evictable(ssn, candidates).0
     }
 
     fn preemptable(

@@ -93,6 +93,18 @@ impl Budget {
 impl PdbPlugin {
     /// The candidates whose eviction keeps every matching budget at or above zero, in order.
     fn filter(&self, ssn: &SessionState, tasks: &[TaskId]) -> Vec<TaskId> {
+        self.within_budgets(ssn, tasks, false)
+    }
+
+    /// The budget walk. `keep_unlabelled`: a pod without labels matches no budget; Volcano's
+    /// filter drops it anyway (it never preempts or reclaims an unlabelled pod), the eviction
+    /// guard keeps it.
+    fn within_budgets(
+        &self,
+        ssn: &SessionState,
+        tasks: &[TaskId],
+        keep_unlabelled: bool,
+    ) -> Vec<TaskId> {
         let mut allowed: Vec<i64> = self
             .budgets
             .iter()
@@ -102,6 +114,9 @@ impl PdbPlugin {
         for &task in tasks {
             let spec = &ssn.task(task).spec;
             let Some(labels) = spec.pod.metadata.labels.as_ref().filter(|l| !l.is_empty()) else {
+                if keep_unlabelled {
+                    kept.push(task);
+                }
                 continue;
             };
             let mut violated = false;
@@ -132,7 +147,10 @@ impl Plugin for PdbPlugin {
     }
 
     fn extension_points(&self) -> ExtensionPoints {
-        ExtensionPoints::PREEMPTABLE | ExtensionPoints::RECLAIMABLE | ExtensionPoints::VICTIM_TASKS
+        ExtensionPoints::PREEMPTABLE
+            | ExtensionPoints::RECLAIMABLE
+            | ExtensionPoints::VICTIM_TASKS
+            | ExtensionPoints::EVICTION_GUARD
     }
 
     fn preemptable(
@@ -155,6 +173,10 @@ impl Plugin for PdbPlugin {
 
     fn victim_tasks(&self, ssn: &SessionState, tasks: &[TaskId]) -> Vec<TaskId> {
         self.filter(ssn, tasks)
+    }
+
+    fn eviction_guard(&self, ssn: &SessionState, candidates: &[TaskId]) -> Vec<TaskId> {
+        self.within_budgets(ssn, candidates, true)
     }
 }
 

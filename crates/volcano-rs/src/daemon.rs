@@ -430,6 +430,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         http: Some(Arc::new(
             cluster::http_caller::ReqwestCaller::new().map_err(|e| anyhow::anyhow!(e))?,
         )),
+        memory: Arc::default(),
     };
     let registry = Arc::new(registry);
 

@@ -573,6 +573,7 @@ fn eviction(pod: &str) -> Decisions {
             node: "n1".into(),
             action: "preempt".into(),
             reason: "preempt".into(),
+            preemptor: None,
         }],
         ..Decisions::default()
     }

@@ -6,6 +6,7 @@ pub mod enqueue;
 pub mod helper;
 pub mod preempt;
 pub mod reclaim;
+pub mod shuffle;
 mod victims;
 
 use crate::framework::Session;
@@ -14,7 +15,9 @@ use crate::framework::Session;
 pub type ActionFn = fn(&mut Session);
 
 /// Actions this build implements, by their Volcano names.
-pub const KNOWN_ACTIONS: &[&str] = &["enqueue", "allocate", "preempt", "reclaim", "backfill"];
+pub const KNOWN_ACTIONS: &[&str] = &[
+    "enqueue", "allocate", "preempt", "reclaim", "backfill", "shuffle",
+];
 
 pub fn action_by_name(name: &str) -> Option<ActionFn> {
     match name {
@@ -23,6 +26,7 @@ pub fn action_by_name(name: &str) -> Option<ActionFn> {
         "backfill" => Some(backfill::execute),
         "preempt" => Some(preempt::execute),
         "reclaim" => Some(reclaim::execute),
+        "shuffle" => Some(shuffle::execute),
         _ => None,
     }
 }

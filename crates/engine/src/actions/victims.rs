@@ -220,10 +220,21 @@ pub(super) fn preempt_on_node(
             "evicting {victim} would hand its resources back to it in the next cycle"
         ));
     }
+    if evicted
+        && rules.refuse_take_back
+        && let Some(first) = served_first(ssn, preemptor, node)
+    {
+        let first = ssn.state.task(first).key().to_string();
+        ssn.discard(node_stmt);
+        return Err(format!(
+            "{first} would be placed on the freed resources first, and the task no longer fit"
+        ));
+    }
     if let Err(e) = ssn.pipeline(&mut node_stmt, preemptor, node, evicted) {
         ssn.discard(node_stmt);
         return Err(format!("pipeline failed: {e}"));
     }
+    node_stmt.attribute_evictions(preemptor);
     stmt.merge(node_stmt);
     Ok(())
 }
@@ -310,6 +321,79 @@ fn take_back_risk(
         }
     }
     None
+}
+
+/// Rule 3, second half: the next allocate serves other pending tasks before `preemptor` —
+/// those of queues ordered before its queue, and of jobs ordered before its job in its queue —
+/// and hands them the freed room if they fit there. Returns the first such task after which
+/// `preemptor` no longer fits `node` (the eviction would then serve someone else while the
+/// preemptor waits, and the victims' side would take the leftovers back). Tasks of the
+/// preemptor's own job do not count: room they take still goes to the job.
+fn served_first(ssn: &Session, preemptor: TaskId, node: NodeId) -> Option<TaskId> {
+    let (pj, pq) = (
+        ssn.state.job_of(preemptor)?,
+        ssn.state.queue_of_task(preemptor)?,
+    );
+    let ahead = |t: TaskId| -> bool {
+        let (Some(j), Some(q)) = (ssn.state.job_of(t), ssn.state.queue_of_task(t)) else {
+            return false;
+        };
+        if j == pj || ssn.state.job(j).is_pending() {
+            return false;
+        }
+        let before = if q == pq {
+            ssn.job_order(j, pj)
+        } else {
+            ssn.queue_order(q, pq)
+        };
+        before && !ssn.overused(q) && ssn.allocatable(q, t)
+    };
+    // A heap rather than a sort: plugin orders need not be total, and a heap, like Volcano's,
+    // copes with that where a sort may not.
+    let before = |a: TaskId, b: TaskId| served_order(ssn, a, b) == std::cmp::Ordering::Less;
+    let mut candidates = PriorityQueue::new();
+    for j in ssn.state.job_ids() {
+        for t in ssn.state.job_tasks_in(j, TaskStatus::Pending) {
+            if !ssn.state.task(t).spec.sch_gated && ahead(t) {
+                candidates.push(t, before);
+            }
+        }
+    }
+    let mut room = ssn.state.node(node).future_idle();
+    let need = ssn.state.task(preemptor).resreq();
+    while let Some(t) = candidates.pop(before) {
+        let req = ssn.state.task(t).resreq();
+        if req.less_equal(&room, DimensionDefault::Zero) && ssn.predicate(t, node).is_ok() {
+            room.sub(req);
+            if !need.less_equal(&room, DimensionDefault::Zero) {
+                return Some(t);
+            }
+        }
+    }
+    None
+}
+
+/// Allocate's order between two pending tasks: queue, then job, then task order.
+fn served_order(ssn: &Session, a: TaskId, b: TaskId) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (qa, qb) = (ssn.state.queue_of_task(a), ssn.state.queue_of_task(b));
+    if let (Some(qa), Some(qb)) = (qa, qb)
+        && qa != qb
+    {
+        if ssn.queue_order(qa, qb) {
+            return Ordering::Less;
+        }
+        if ssn.queue_order(qb, qa) {
+            return Ordering::Greater;
+        }
+    }
+    let (ja, jb) = (ssn.state.job_of(a), ssn.state.job_of(b));
+    if let (Some(ja), Some(jb)) = (ja, jb)
+        && ja != jb
+    {
+        return ssn.job_order_compare(ja, jb).then(a.cmp(&b));
+    }
+    ssn.task_order_compare(a, b).then(a.cmp(&b))
 }
 
 /// A small cluster and fake plugins for the eviction actions' tests. The plugins are simple

@@ -29,6 +29,8 @@ pub struct Eviction {
     /// The action that decided it (`preempt`, `reclaim`, …).
     pub action: String,
     pub reason: String,
+    /// `namespace/name` of the pod the eviction makes room for (preempt, reclaim), if any.
+    pub preemptor: Option<String>,
 }
 
 /// A PodGroup whose status changed during the session.

@@ -226,6 +226,23 @@ impl Session {
         Vec::new()
     }
 
+    /// The eviction guards (volcano-rs's own): every configured plugin that guards keeps only
+    /// the candidates it lets go, whatever its tier and flags — a protection is not a vote.
+    pub fn eviction_guard(&self, candidates: &[TaskId]) -> Vec<TaskId> {
+        let mut kept = candidates.to_vec();
+        for s in self.slots_for(EP::EVICTION_GUARD, None) {
+            if kept.is_empty() {
+                break;
+            }
+            let allowed: std::collections::HashSet<TaskId> = self.instances[s.instance]
+                .eviction_guard(&self.state, &kept)
+                .into_iter()
+                .collect();
+            kept.retain(|t| allowed.contains(t));
+        }
+        kept
+    }
+
     // ---- queue checks ---------------------------------------------------------------------------
 
     /// `Overused`: OR.

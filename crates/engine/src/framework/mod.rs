@@ -6,6 +6,7 @@ pub mod decisions;
 mod dispatch;
 mod eviction;
 pub mod heap;
+pub mod memory;
 pub mod outside;
 pub mod plugin;
 pub mod session;
@@ -14,6 +15,7 @@ pub mod statement;
 pub use decisions::{Decisions, Event, EventType, JobMetrics, ObjectRef, QueueMetrics};
 pub use dispatch::default_task_less;
 pub use heap::PriorityQueue;
+pub use memory::PluginMemory;
 pub use outside::{CallError, HttpCaller};
 pub use plugin::{
     ABSTAIN, ExtensionPoints, PERMIT, Plugin, PluginBuilder, PluginRegistry, REJECT, ValidateResult,

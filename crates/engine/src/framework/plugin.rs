@@ -40,6 +40,8 @@ impl ExtensionPoints {
     pub const JOB_ENQUEUED: Self = Self(1 << 18);
     pub const JOB_STARVING: Self = Self(1 << 19);
     pub const EVENT_HANDLER: Self = Self(1 << 20);
+    /// volcano-rs's own: which candidates may be evicted with no preemptor (shuffle).
+    pub const EVICTION_GUARD: Self = Self(1 << 21);
 
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
@@ -145,6 +147,11 @@ pub trait Plugin: Send + Sync {
     }
     fn victim_tasks(&self, _ssn: &SessionState, _tasks: &[TaskId]) -> Vec<TaskId> {
         Vec::new()
+    }
+    /// The candidates this plugin lets go when nothing takes their place (shuffle's victims):
+    /// the protections of `conformance`, `pdb` and `cdp`, applied without a preemptor.
+    fn eviction_guard(&self, _ssn: &SessionState, candidates: &[TaskId]) -> Vec<TaskId> {
+        candidates.to_vec()
     }
 
     fn overused(&self, _ssn: &SessionState, _queue: QueueId) -> bool {

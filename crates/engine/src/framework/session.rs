@@ -33,6 +33,8 @@ pub struct SessionOptions {
     pub scheduler_name: String,
     /// How plugins reach HTTP services (the `extender`); `None` where nothing may be called.
     pub http: Option<std::sync::Arc<dyn super::outside::HttpCaller>>,
+    /// What plugins remember between sessions; one per scheduler (clones share it).
+    pub memory: std::sync::Arc<super::memory::PluginMemory>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -46,6 +48,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("percentage_nodes_to_find", &self.percentage_nodes_to_find)
             .field("scheduler_name", &self.scheduler_name)
             .field("http", &self.http.is_some())
+            .field("memory", &self.memory)
             .finish()
     }
 }
@@ -58,6 +61,7 @@ impl Default for SessionOptions {
             percentage_nodes_to_find: 0,
             scheduler_name: "volcano-rs".to_string(),
             http: None,
+            memory: std::sync::Arc::default(),
         }
     }
 }

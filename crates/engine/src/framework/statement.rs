@@ -22,6 +22,8 @@ pub struct Operation {
     pub kind: OpKind,
     pub task: TaskId,
     pub reason: String,
+    /// For an eviction: the task it makes room for, when one is known.
+    pub for_task: Option<TaskId>,
 }
 
 /// Recorded operations, in call order.
@@ -41,6 +43,15 @@ impl Statement {
 
     pub fn has_evictions(&self) -> bool {
         self.ops.iter().any(|o| o.kind == OpKind::Evict)
+    }
+
+    /// Records `preemptor` as the task its not yet attributed evictions make room for.
+    pub fn attribute_evictions(&mut self, preemptor: TaskId) {
+        for op in &mut self.ops {
+            if op.kind == OpKind::Evict && op.for_task.is_none() {
+                op.for_task = Some(preemptor);
+            }
+        }
     }
 
     /// `Merge`: appends another statement's records (their effects are already applied).
@@ -92,6 +103,7 @@ impl Session {
             kind: OpKind::Evict,
             task,
             reason: reason.to_string(),
+            for_task: None,
         });
     }
 
@@ -129,6 +141,7 @@ impl Session {
             kind: OpKind::Pipeline,
             task,
             reason: String::new(),
+            for_task: None,
         });
         Ok(())
     }
@@ -145,6 +158,7 @@ impl Session {
             kind: OpKind::Allocate,
             task,
             reason: String::new(),
+            for_task: None,
         });
         Ok(())
     }
@@ -218,15 +232,16 @@ impl Session {
         for op in stmt.ops {
             self.state.tasks[op.task.index()].last_transaction = None;
             match op.kind {
-                OpKind::Evict => self.record_eviction(op.task, &op.reason),
+                OpKind::Evict => self.record_eviction(op.task, &op.reason, op.for_task),
                 OpKind::Pipeline => {}
                 OpKind::Allocate => self.dispatch(op.task),
             }
         }
     }
 
-    fn record_eviction(&mut self, task: TaskId, reason: &str) {
+    fn record_eviction(&mut self, task: TaskId, reason: &str, for_task: Option<TaskId>) {
         let state = &mut self.state;
+        let preemptor = for_task.map(|p| state.tasks[p.index()].key().to_string());
         let t = &state.tasks[task.index()];
         let node = t
             .node
@@ -238,6 +253,7 @@ impl Session {
             node,
             action: state.current_action.clone(),
             reason: reason.to_string(),
+            preemptor,
         });
     }
 

@@ -634,6 +634,7 @@ spec: {weight: -2, capability: {cpu: "-4"}, guarantee: {resource: {memory: "-1Gi
             node: "n1".into(),
             action: "preempt".into(),
             reason: "preempt".into(),
+            preemptor: Some("ns/a".into()),
         });
         d.pod_group_statuses.push(PodGroupStatusUpdate {
             pod_group: "ns/pg".into(),

@@ -68,6 +68,9 @@ pub struct EvictionReport {
     pub pod: String,
     pub node: String,
     pub action: String,
+    /// The pod the eviction makes room for, when there is one.
+    #[serde(rename = "for", skip_serializing_if = "Option::is_none")]
+    pub preemptor: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -180,6 +183,7 @@ impl CycleReport {
                     pod: e.pod.clone(),
                     node: e.node.clone(),
                     action: e.action.clone(),
+                    preemptor: e.preemptor.clone(),
                 })
                 .collect(),
         }
@@ -638,6 +642,7 @@ mod tests {
                     pod: "ns/v".into(),
                     node: "n1".into(),
                     action: "preempt".into(),
+                    preemptor: None,
                 }],
             }],
             pods: BTreeMap::from([
