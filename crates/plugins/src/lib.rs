@@ -22,6 +22,7 @@ pub mod pdb;
 pub mod predicates;
 pub mod priority;
 pub mod proportion;
+pub mod rescheduling;
 pub mod resource_strategy_fit;
 pub mod resourcequota;
 pub mod sla;
@@ -52,6 +53,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(predicates::NAME, predicates::new);
     registry.register(priority::NAME, priority::new);
     registry.register(proportion::NAME, proportion::new);
+    registry.register(rescheduling::NAME, rescheduling::new);
     registry.register(resource_strategy_fit::NAME, resource_strategy_fit::new);
     registry.register(resourcequota::NAME, resourcequota::new);
     registry.register(sla::NAME, sla::new);
@@ -73,6 +75,7 @@ pub fn check_arguments(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
         nodeorder::NAME => nodeorder::check_arguments(args),
         overcommit::NAME => overcommit::check_arguments(args),
         predicates::NAME => predicates::check_arguments(args),
+        rescheduling::NAME => rescheduling::check_arguments(args),
         resource_strategy_fit::NAME => resource_strategy_fit::check_arguments(args),
         task_topology::NAME => task_topology::check_arguments(args),
         usage::NAME => usage::check_arguments(args),

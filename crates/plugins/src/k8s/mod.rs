@@ -6,6 +6,7 @@ pub mod labels;
 pub mod node_affinity;
 pub mod pod_affinity;
 pub mod ports;
+pub mod qos;
 pub mod resources;
 pub mod taints;
 pub mod topology_spread;
