@@ -27,6 +27,7 @@ pub mod resource_strategy_fit;
 pub mod resourcequota;
 pub mod sla;
 pub mod task_topology;
+pub mod tdm;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod usage;
@@ -58,6 +59,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(resourcequota::NAME, resourcequota::new);
     registry.register(sla::NAME, sla::new);
     registry.register(task_topology::NAME, task_topology::new);
+    registry.register(tdm::NAME, tdm::new);
     registry.register(usage::NAME, usage::new);
     registry
 }
@@ -78,6 +80,7 @@ pub fn check_arguments(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
         rescheduling::NAME => rescheduling::check_arguments(args),
         resource_strategy_fit::NAME => resource_strategy_fit::check_arguments(args),
         task_topology::NAME => task_topology::check_arguments(args),
+        tdm::NAME => tdm::check_arguments(args),
         usage::NAME => usage::check_arguments(args),
         _ => Vec::new(),
     }

@@ -431,6 +431,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             cluster::http_caller::ReqwestCaller::new().map_err(|e| anyhow::anyhow!(e))?,
         )),
         memory: Arc::default(),
+        // Volcano reads tdm's windows in its process's local zone (TZ, else the system's).
+        time_zone: k8s_openapi::jiff::tz::TimeZone::try_system().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "no local time zone; time windows are read in UTC");
+            k8s_openapi::jiff::tz::TimeZone::UTC
+        }),
     };
     let registry = Arc::new(registry);
 

@@ -35,6 +35,9 @@ pub struct SessionOptions {
     pub http: Option<std::sync::Arc<dyn super::outside::HttpCaller>>,
     /// What plugins remember between sessions; one per scheduler (clones share it).
     pub memory: std::sync::Arc<super::memory::PluginMemory>,
+    /// The zone daily time windows are read in (`tdm`): the daemon's local zone, as Volcano's
+    /// process reads them; UTC in the simulator, so that results do not depend on the machine.
+    pub time_zone: k8s_openapi::jiff::tz::TimeZone,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -49,6 +52,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("scheduler_name", &self.scheduler_name)
             .field("http", &self.http.is_some())
             .field("memory", &self.memory)
+            .field("time_zone", &self.time_zone.iana_name())
             .finish()
     }
 }
@@ -62,6 +66,7 @@ impl Default for SessionOptions {
             scheduler_name: "volcano-rs".to_string(),
             http: None,
             memory: std::sync::Arc::default(),
+            time_zone: k8s_openapi::jiff::tz::TimeZone::UTC,
         }
     }
 }
