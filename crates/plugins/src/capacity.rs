@@ -1037,6 +1037,7 @@ impl Plugin for Capacity {
 
     fn extension_points(&self) -> ExtensionPoints {
         let mut points = ExtensionPoints::RECLAIMABLE
+            | ExtensionPoints::UNIFIED_EVICTABLE
             | ExtensionPoints::PREEMPTIVE
             | ExtensionPoints::ALLOCATABLE
             | ExtensionPoints::JOB_ENQUEUEABLE
@@ -1129,6 +1130,54 @@ impl Plugin for Capacity {
         (victims, vote)
     }
 
+    /// Gang preemption stays in one queue: every candidate. Gang reclaim: walking the
+    /// candidates in order, a task may go while its queue keeps its guarantee and, where the
+    /// queue deserves what the task holds, stays above its deserved share.
+    fn unified_evictable(
+        &self,
+        ssn: &SessionState,
+        ctx: &engine::framework::EvictionContext,
+        candidates: &[TaskId],
+    ) -> (Vec<TaskId>, i32) {
+        if ctx.kind == engine::framework::EvictionKind::GangPreempt {
+            return (candidates.to_vec(), PERMIT);
+        }
+        if !self.ready {
+            return (Vec::new(), REJECT);
+        }
+        let mut allocations: BTreeMap<QueueId, Resource> = BTreeMap::new();
+        let mut victims = Vec::new();
+        for &task in candidates {
+            let Some((queue, attr)) = ssn
+                .queue_of_task(task)
+                .and_then(|q| self.usable(q).map(|a| (q, a)))
+            else {
+                continue;
+            };
+            let request = ssn.task(task).resreq();
+            let allocated = allocations
+                .entry(queue)
+                .or_insert_with(|| attr.usage.allocated.clone());
+            let mut remaining = allocated.clone();
+            remaining.sub(request);
+            if !attr
+                .guarantee
+                .less_equal(&remaining, DimensionDefault::Zero)
+            {
+                continue;
+            }
+            let eligible = !has_relevant_deserved(request, &attr.deserved)
+                || allocated
+                    .greater_partly_with_relevant_dimensions(&attr.deserved, request)
+                    .0;
+            if eligible {
+                allocated.sub(request);
+                victims.push(task);
+            }
+        }
+        (victims, PERMIT)
+    }
+
     fn allocatable(&self, ssn: &SessionState, queue: QueueId, task: TaskId) -> bool {
         let spec = &ssn.queue(queue).spec;
         if !spec.is_open() {
@@ -1138,13 +1187,13 @@ impl Plugin for Capacity {
         self.allocatable_request(queue, ssn.task(task).resreq())
     }
 
-    fn preemptive(&self, ssn: &SessionState, queue: QueueId, task: TaskId) -> bool {
+    fn preemptive(&self, ssn: &SessionState, queue: QueueId, request: &Resource) -> bool {
         let spec = &ssn.queue(queue).spec;
         if !spec.is_open() {
             tracing::debug!(queue = %spec.name, state = %spec.state, "capacity: queue is not open, cannot reclaim");
             return false;
         }
-        self.preemptive_request(queue, ssn.task(task).resreq())
+        self.preemptive_request(queue, request)
     }
 
     /// §5.8. A quota rejection, or a queue cut off from the tree, is reported on the PodGroup.

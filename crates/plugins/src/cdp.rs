@@ -281,7 +281,9 @@ mod tests {
         assert!(kept(&ssn));
         assert_eq!(
             p.extension_points(),
-            ExtensionPoints::PREEMPTABLE | ExtensionPoints::RECLAIMABLE
+            ExtensionPoints::PREEMPTABLE
+                | ExtensionPoints::RECLAIMABLE
+                | ExtensionPoints::EVICTION_GUARD
         );
     }
 

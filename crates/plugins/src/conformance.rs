@@ -62,6 +62,16 @@ impl Plugin for ConformancePlugin {
         ExtensionPoints::PREEMPTABLE
             | ExtensionPoints::RECLAIMABLE
             | ExtensionPoints::EVICTION_GUARD
+            | ExtensionPoints::UNIFIED_EVICTABLE
+    }
+
+    fn unified_evictable(
+        &self,
+        ssn: &SessionState,
+        _ctx: &engine::framework::EvictionContext,
+        candidates: &[TaskId],
+    ) -> (Vec<TaskId>, i32) {
+        evictable(ssn, candidates)
     }
 
     fn eviction_guard(&self, ssn: &SessionState, candidates: &[TaskId]) -> Vec<TaskId> {

@@ -60,6 +60,18 @@ impl Plugin for GangPlugin {
             | ExtensionPoints::JOB_READY
             | ExtensionPoints::JOB_PIPELINED
             | ExtensionPoints::JOB_STARVING
+            | ExtensionPoints::UNIFIED_EVICTABLE
+    }
+
+    /// The gang actions' bundles already keep gangs whole or leave them broken knowingly:
+    /// every candidate (Volcano's gang answers the same).
+    fn unified_evictable(
+        &self,
+        _ssn: &SessionState,
+        _ctx: &engine::framework::EvictionContext,
+        candidates: &[TaskId],
+    ) -> (Vec<TaskId>, i32) {
+        (candidates.to_vec(), engine::framework::PERMIT)
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {

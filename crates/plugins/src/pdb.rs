@@ -481,6 +481,7 @@ mod tests {
             ExtensionPoints::PREEMPTABLE
                 | ExtensionPoints::RECLAIMABLE
                 | ExtensionPoints::VICTIM_TASKS
+                | ExtensionPoints::EVICTION_GUARD
         );
     }
 

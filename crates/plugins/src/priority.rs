@@ -39,6 +39,31 @@ impl Plugin for PriorityPlugin {
             | ExtensionPoints::JOB_ORDER
             | ExtensionPoints::PREEMPTABLE
             | ExtensionPoints::JOB_STARVING
+            | ExtensionPoints::UNIFIED_EVICTABLE
+    }
+
+    /// Gang reclaim crosses queues and compares no priorities; gang preemption takes only
+    /// jobs of lower priority than the preemptor's.
+    fn unified_evictable(
+        &self,
+        ssn: &SessionState,
+        ctx: &engine::framework::EvictionContext,
+        candidates: &[TaskId],
+    ) -> (Vec<TaskId>, i32) {
+        if ctx.kind == engine::framework::EvictionKind::GangReclaim {
+            return (candidates.to_vec(), engine::framework::PERMIT);
+        }
+        let priority = ssn.job(ctx.job).priority;
+        let victims = candidates
+            .iter()
+            .copied()
+            .filter(|&c| {
+                ssn.task(c)
+                    .job
+                    .is_some_and(|j| ssn.job(j).priority < priority)
+            })
+            .collect();
+        (victims, engine::framework::PERMIT)
     }
 
     /// §2.3 TaskOrder.

@@ -224,6 +224,10 @@ impl Proportion {
 
     /// §4.7, shared by `Allocatable` and `Preemptive`.
     fn queue_allocatable(&self, ssn: &SessionState, queue: QueueId, task: TaskId) -> bool {
+        self.queue_admits(ssn, queue, ssn.task(task).resreq())
+    }
+
+    fn queue_admits(&self, ssn: &SessionState, queue: QueueId, request: &Resource) -> bool {
         let spec = &ssn.queue(queue).spec;
         if !spec.is_open() {
             tracing::debug!(queue = %spec.name, state = %spec.state, "proportion: queue is not open, cannot allocate");
@@ -233,7 +237,6 @@ impl Proportion {
             tracing::warn!(queue = %spec.name, "proportion: queue without jobs asked to allocate");
             return false;
         };
-        let request = ssn.task(task).resreq();
         let fits = attr.fits(request);
         if !fits {
             tracing::debug!(
@@ -432,8 +435,8 @@ impl Plugin for Proportion {
     }
 
     /// Used by reclaim: the reclaimer's queue must stay within its deserved share.
-    fn preemptive(&self, ssn: &SessionState, queue: QueueId, task: TaskId) -> bool {
-        self.queue_allocatable(ssn, queue, task)
+    fn preemptive(&self, ssn: &SessionState, queue: QueueId, request: &Resource) -> bool {
+        self.queue_admits(ssn, queue, request)
     }
 
     /// §4.9. A rejection for lack of quota is reported on the PodGroup.

@@ -3,6 +3,7 @@
 pub mod allocate;
 pub mod backfill;
 pub mod enqueue;
+pub mod gang_eviction;
 pub mod helper;
 pub mod preempt;
 pub mod reclaim;
@@ -16,7 +17,14 @@ pub type ActionFn = fn(&mut Session);
 
 /// Actions this build implements, by their Volcano names.
 pub const KNOWN_ACTIONS: &[&str] = &[
-    "enqueue", "allocate", "preempt", "reclaim", "backfill", "shuffle",
+    "enqueue",
+    "allocate",
+    "preempt",
+    "reclaim",
+    "backfill",
+    "shuffle",
+    "gangpreempt",
+    "gangreclaim",
 ];
 
 pub fn action_by_name(name: &str) -> Option<ActionFn> {
@@ -27,6 +35,8 @@ pub fn action_by_name(name: &str) -> Option<ActionFn> {
         "preempt" => Some(preempt::execute),
         "reclaim" => Some(reclaim::execute),
         "shuffle" => Some(shuffle::execute),
+        "gangpreempt" => Some(gang_eviction::execute_gang_preempt),
+        "gangreclaim" => Some(gang_eviction::execute_gang_reclaim),
         _ => None,
     }
 }

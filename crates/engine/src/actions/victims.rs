@@ -280,7 +280,7 @@ fn evict_until_fit(
 /// would place before the preemptor — on the resources its eviction freed: the victim's side
 /// (queue or job) is not overused, admits the pod, and comes first in the order. The session
 /// state is the one after the evictions, before the preemptor is placed.
-fn take_back_risk(
+pub(super) fn take_back_risk(
     ssn: &Session,
     stmt: &Statement,
     preemptor: TaskId,
@@ -301,6 +301,7 @@ fn take_back_risk(
                     continue;
                 };
                 vq != pq
+                    && served(ssn, victim)
                     && !ssn.overused(vq)
                     && ssn.allocatable(vq, victim)
                     && ssn.queue_order(vq, pq)
@@ -313,7 +314,11 @@ fn take_back_risk(
                 let Some(q) = ssn.state.job(vj).queue else {
                     continue;
                 };
-                vj != pj && !ssn.overused(q) && ssn.allocatable(q, victim) && ssn.job_order(vj, pj)
+                vj != pj
+                    && served(ssn, victim)
+                    && !ssn.overused(q)
+                    && ssn.allocatable(q, victim)
+                    && ssn.job_order(vj, pj)
             }
         };
         if risky {
@@ -321,6 +326,14 @@ fn take_back_risk(
         }
     }
     None
+}
+
+/// Whether allocate would serve the victim's job at all: a job that fails `JobValid` (e.g. a
+/// gang with fewer pods than its minimum) is skipped, so it cannot take anything back.
+fn served(ssn: &Session, victim: TaskId) -> bool {
+    ssn.state
+        .job_of(victim)
+        .is_some_and(|j| ssn.job_valid(j).is_none())
 }
 
 /// Rule 3, second half: the next allocate serves other pending tasks before `preemptor` —
@@ -577,8 +590,13 @@ pub(super) mod testkit {
         fn allocatable(&self, ssn: &SessionState, q: QueueId, task: TaskId) -> bool {
             queue_cpu(ssn, q) + ssn.task(task).resreq().milli_cpu <= capability(ssn, q)
         }
-        fn preemptive(&self, ssn: &SessionState, q: QueueId, task: TaskId) -> bool {
-            queue_cpu(ssn, q) + ssn.task(task).resreq().milli_cpu <= deserved(ssn, q)
+        fn preemptive(
+            &self,
+            ssn: &SessionState,
+            q: QueueId,
+            request: &crate::model::Resource,
+        ) -> bool {
+            queue_cpu(ssn, q) + request.milli_cpu <= deserved(ssn, q)
         }
         fn reclaimable(
             &self,

@@ -163,12 +163,12 @@ impl Session {
     fn tiered_victims(
         &self,
         point: EP,
-        gate: Gate,
+        gate: Option<Gate>,
         call: impl Fn(&dyn super::plugin::Plugin) -> (Vec<TaskId>, i32),
     ) -> Vec<TaskId> {
         for tier in 0..self.tier_count {
             let mut victims: Option<Vec<TaskId>> = None;
-            for s in self.tier_slots(tier, point, Some(gate)) {
+            for s in self.tier_slots(tier, point, gate) {
                 let (cands, vote) = call(self.instances[s.instance].as_ref());
                 if vote == 0 {
                     continue;
@@ -196,15 +196,27 @@ impl Session {
 
     /// `Preemptable` (§3.3.4).
     pub fn preemptable(&self, preemptor: TaskId, candidates: &[TaskId]) -> Vec<TaskId> {
-        self.tiered_victims(EP::PREEMPTABLE, Gate::Preemptable, |p| {
+        self.tiered_victims(EP::PREEMPTABLE, Some(Gate::Preemptable), |p| {
             p.preemptable(&self.state, preemptor, candidates)
         })
     }
 
     /// `Reclaimable` (§3.3.4).
     pub fn reclaimable(&self, reclaimer: TaskId, candidates: &[TaskId]) -> Vec<TaskId> {
-        self.tiered_victims(EP::RECLAIMABLE, Gate::Reclaimable, |p| {
+        self.tiered_victims(EP::RECLAIMABLE, Some(Gate::Reclaimable), |p| {
             p.reclaimable(&self.state, reclaimer, candidates)
+        })
+    }
+
+    /// `UnifiedEvictable` (gangpreempt, gangreclaim): combined as `Preemptable`, but every
+    /// plugin that answers takes part whatever its flags, as in Volcano.
+    pub fn unified_evictable(
+        &self,
+        ctx: &super::plugin::EvictionContext,
+        candidates: &[TaskId],
+    ) -> Vec<TaskId> {
+        self.tiered_victims(EP::UNIFIED_EVICTABLE, None, |p| {
+            p.unified_evictable(&self.state, ctx, candidates)
         })
     }
 
@@ -259,8 +271,13 @@ impl Session {
 
     /// `Preemptive`: AND.
     pub fn preemptive(&self, queue: QueueId, task: TaskId) -> bool {
+        self.preemptive_request(queue, self.state.task(task).resreq())
+    }
+
+    /// `Preemptive` for a request (gangreclaim asks for all of a job's pending tasks at once).
+    pub fn preemptive_request(&self, queue: QueueId, request: &crate::model::Resource) -> bool {
         self.slots_for(EP::PREEMPTIVE, Some(Gate::Preemptive))
-            .all(|s| self.instances[s.instance].preemptive(&self.state, queue, task))
+            .all(|s| self.instances[s.instance].preemptive(&self.state, queue, request))
     }
 
     // ---- job checks -----------------------------------------------------------------------------

@@ -18,7 +18,8 @@ pub use heap::PriorityQueue;
 pub use memory::PluginMemory;
 pub use outside::{CallError, HttpCaller};
 pub use plugin::{
-    ABSTAIN, ExtensionPoints, PERMIT, Plugin, PluginBuilder, PluginRegistry, REJECT, ValidateResult,
+    ABSTAIN, EvictionContext, EvictionKind, ExtensionPoints, PERMIT, Plugin, PluginBuilder,
+    PluginRegistry, REJECT, ValidateResult,
 };
 pub use session::{Clock, Session, SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};

@@ -42,6 +42,8 @@ impl ExtensionPoints {
     pub const EVENT_HANDLER: Self = Self(1 << 20);
     /// volcano-rs's own: which candidates may be evicted with no preemptor (shuffle).
     pub const EVICTION_GUARD: Self = Self(1 << 21);
+    /// Gang-aware victim filtering (`UnifiedEvictable`, gangpreempt and gangreclaim).
+    pub const UNIFIED_EVICTABLE: Self = Self(1 << 22);
 
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
@@ -57,6 +59,21 @@ impl std::ops::BitOr for ExtensionPoints {
     fn bitor(self, rhs: Self) -> Self {
         self.union(rhs)
     }
+}
+
+/// Which gang action asks [`Plugin::unified_evictable`] (Volcano's `EvictionContext`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EvictionKind {
+    GangPreempt,
+    GangReclaim,
+}
+
+/// What a gang action is evicting for.
+#[derive(Copy, Clone, Debug)]
+pub struct EvictionContext {
+    pub kind: EvictionKind,
+    /// The preempting or reclaiming job.
+    pub job: JobId,
 }
 
 /// Vote values of `JobPipelined` / `JobEnqueueable` (§3.1).
@@ -148,6 +165,16 @@ pub trait Plugin: Send + Sync {
     fn victim_tasks(&self, _ssn: &SessionState, _tasks: &[TaskId]) -> Vec<TaskId> {
         Vec::new()
     }
+    /// `UnifiedEvictable`: which of a gang action's candidates may go (answers combine as
+    /// `Preemptable`'s, tier by tier; abstain with `ABSTAIN`).
+    fn unified_evictable(
+        &self,
+        _ssn: &SessionState,
+        _ctx: &EvictionContext,
+        _candidates: &[TaskId],
+    ) -> (Vec<TaskId>, i32) {
+        (Vec::new(), ABSTAIN)
+    }
     /// The candidates this plugin lets go when nothing takes their place (shuffle's victims):
     /// the protections of `conformance`, `pdb` and `cdp`, applied without a preemptor.
     fn eviction_guard(&self, _ssn: &SessionState, candidates: &[TaskId]) -> Vec<TaskId> {
@@ -160,7 +187,13 @@ pub trait Plugin: Send + Sync {
     fn allocatable(&self, _ssn: &SessionState, _queue: QueueId, _task: TaskId) -> bool {
         true
     }
-    fn preemptive(&self, _ssn: &SessionState, _queue: QueueId, _task: TaskId) -> bool {
+    /// Whether `queue` may reclaim for this much more (a task's request, or a whole gang's).
+    fn preemptive(
+        &self,
+        _ssn: &SessionState,
+        _queue: QueueId,
+        _request: &crate::model::Resource,
+    ) -> bool {
         true
     }
 

@@ -439,9 +439,11 @@ fn build_state(
         job.creation = pg.metadata.creation_timestamp.as_ref().map(|t| t.0);
         let annotations = pg.metadata.annotations.clone().unwrap_or_default();
         let labels = pg.metadata.labels.as_ref();
-        job.preemptable = annotations
+        let stated = annotations
             .get(apis::keys::PREEMPTABLE)
-            .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)))
+            .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)));
+        job.preemptable_stated = stated.is_some();
+        job.preemptable = stated
             .map(|v| crate::model::task::parse_go_bool(v).unwrap_or(false))
             .unwrap_or(false);
         job.revocable_zone = match annotations

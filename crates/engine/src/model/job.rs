@@ -100,6 +100,8 @@ pub struct JobInfo {
     pub priority_class_name: String,
     pub creation: Option<Timestamp>,
     pub preemptable: bool,
+    /// The PodGroup carries `volcano.sh/preemptable` (annotation or label), whatever its value.
+    pub preemptable_stated: bool,
     pub revocable_zone: String,
     pub annotations: Arc<BTreeMap<String, String>>,
     pub tasks: Vec<TaskId>,
@@ -139,6 +141,7 @@ impl JobInfo {
             priority_class_name: String::new(),
             creation: None,
             preemptable: false,
+            preemptable_stated: false,
             revocable_zone: String::new(),
             annotations: Arc::default(),
             tasks: Vec::new(),
