@@ -89,6 +89,13 @@ pub fn new(args: &Arguments) -> Box<dyn Plugin> {
     Box::new(Capacity::from_arguments(args))
 }
 
+/// Whether a queue holding `allocated` still holds its guarantee once `request` is gone.
+fn keeps_guarantee(guarantee: &Resource, allocated: &Resource, request: &Resource) -> bool {
+    let mut remaining = allocated.clone();
+    remaining.sub(request);
+    guarantee.less_equal(&remaining, DimensionDefault::Zero)
+}
+
 /// Per-queue figures (`queueAttr`, §5.2).
 #[derive(Clone, Debug, Default, PartialEq)]
 struct QueueAttr {
@@ -838,12 +845,7 @@ impl Capacity {
             let allocated = allocations
                 .entry(queue)
                 .or_insert_with(|| attr.usage.allocated.clone());
-            let mut remaining = allocated.clone();
-            remaining.sub(request);
-            if !attr
-                .guarantee
-                .less_equal(&remaining, DimensionDefault::Zero)
-            {
+            if !keeps_guarantee(&attr.guarantee, allocated, request) {
                 continue;
             }
             let eligible = if !has_relevant_deserved(request, &attr.deserved) {
@@ -1158,12 +1160,7 @@ impl Plugin for Capacity {
             let allocated = allocations
                 .entry(queue)
                 .or_insert_with(|| attr.usage.allocated.clone());
-            let mut remaining = allocated.clone();
-            remaining.sub(request);
-            if !attr
-                .guarantee
-                .less_equal(&remaining, DimensionDefault::Zero)
-            {
+            if !keeps_guarantee(&attr.guarantee, allocated, request) {
                 continue;
             }
             let eligible = !has_relevant_deserved(request, &attr.deserved)
