@@ -42,6 +42,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("leader-election", tests::leader::leader_election),
     ("preemption", tests::evict::preemption),
     ("reclaim", tests::evict::reclaim),
+    ("gang-preemption", tests::gang_evict::gang_preemption),
     ("rbac", tests::rbac::rbac),
     ("resource-quota", tests::quota::resource_quota),
     ("node-group", tests::nodegroup::node_group),

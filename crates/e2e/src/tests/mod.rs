@@ -8,6 +8,7 @@ pub mod evict;
 pub mod extender;
 pub mod faults;
 pub mod fencing;
+pub mod gang_evict;
 pub mod killloop;
 pub mod leader;
 pub mod nodegroup;
