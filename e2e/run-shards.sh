@@ -7,7 +7,8 @@
 # own shard's API server.
 #
 #   shard "faults": the tests that stop the API server or pause a daemon for
-#                   long stretches (apiserver-restart, leader-pause);
+#                   long stretches (apiserver-restart, leader-pause), and the
+#                   one that waits for a wall-clock minute to turn (tdm-zone);
 #   shard "main":   every other test.
 #
 # Output lines are prefixed with the shard's name. Exits 0 only when both
@@ -27,7 +28,7 @@ runner=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 [[ -x $runner ]] || e2e_die "$runner is not an executable"
 logs=${E2E_LOG_DIR:-$(dirname "$runner")/../e2e-logs}
 offset=${E2E_SHARD_PORT_OFFSET:-100}
-faults=(apiserver-restart leader-pause)
+faults=(apiserver-restart leader-pause tdm-zone)
 
 # Build (or find cached) the control-plane binaries once, before the shards
 # would both try.

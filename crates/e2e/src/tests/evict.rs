@@ -223,7 +223,9 @@ async fn run_reclaim(env: Env) -> Result<()> {
 }
 
 /// [`TestCtx::bound_pods`] as a poll observation.
-pub(crate) async fn bound_pods(ctx: &TestCtx) -> std::result::Result<BTreeMap<String, String>, String> {
+pub(crate) async fn bound_pods(
+    ctx: &TestCtx,
+) -> std::result::Result<BTreeMap<String, String>, String> {
     ctx.bound_pods().await.map_err(|e| format!("{e:#}"))
 }
 

@@ -17,5 +17,6 @@ pub mod quota;
 pub mod rbac;
 pub mod reload;
 pub mod restart;
+pub mod tdm;
 pub mod usage;
 pub mod writerate;
