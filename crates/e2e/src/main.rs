@@ -43,6 +43,10 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("preemption", tests::evict::preemption),
     ("reclaim", tests::evict::reclaim),
     ("gang-preemption", tests::gang_evict::gang_preemption),
+    (
+        "topology-aware-preemption",
+        tests::tap::topology_aware_preemption,
+    ),
     ("tdm-zone", tests::tdm::tdm_zone),
     ("rbac", tests::rbac::rbac),
     ("resource-quota", tests::quota::resource_quota),

@@ -522,6 +522,9 @@ impl<T> TaskTable<T> {
     fn get(&self, task: &TaskId) -> Option<&T> {
         self.0.get(task.index()).and_then(Option::as_ref)
     }
+    fn get_mut(&mut self, task: &TaskId) -> Option<&mut T> {
+        self.0.get_mut(task.index()).and_then(Option::as_mut)
+    }
     fn insert(&mut self, task: TaskId, value: T) {
         if self.0.len() <= task.index() {
             self.0.resize_with(task.index() + 1, || None);
@@ -543,6 +546,10 @@ pub struct Predicates {
     used_ports: Vec<UsedPorts>,
     skips: TaskTable<SkipSet>,
     filters: TaskTable<TaskFilters>,
+    /// The task of the latest successful PrePredicate: the one being placed. Its inter-pod
+    /// affinity counts follow the pods the session places or removes while it is being placed
+    /// (see [`Predicates::follow_placement`]).
+    current: Option<TaskId>,
     cache: Option<EquivalenceCache>,
 }
 
@@ -574,8 +581,39 @@ impl Predicates {
             used_ports: Vec::new(),
             skips: TaskTable::default(),
             filters: TaskTable::default(),
+            current: None,
             cache: None,
         }
+    }
+
+    /// Upstream's PreFilter extensions `AddPod` / `RemovePod` for InterPodAffinity, applied to
+    /// the task being placed when another task's pod joins (`delta` 1) or leaves (−1) a node
+    /// in the session. Without this, the counts PrePredicate took would stay as they were
+    /// while the task's attempt evicts pods: preemption could then never find that evicting a
+    /// pod clears the task's anti-affinity conflict, since the predicate would still count the
+    /// pod. Only the current task is updated: any other task runs PrePredicate again before
+    /// its next search. PodTopologySpread's counts are not updated (as in Volcano, where
+    /// neither normal nor topology-aware preemption re-counts spread after an eviction).
+    fn follow_placement(&mut self, ssn: &SessionState, task: TaskId, delta: i64) {
+        let Some(current) = self.current.filter(|&c| c != task) else {
+            return;
+        };
+        let Some(node) = ssn.task(task).node else {
+            return;
+        };
+        let Some(state) = self
+            .filters
+            .get_mut(&current)
+            .and_then(|f| f.pod_affinity.as_mut())
+        else {
+            return;
+        };
+        let placed = PlacedPod {
+            pod: ssn.task(task).spec.pod.as_ref(),
+            node: ssn.node(node).spec.node.as_ref(),
+        };
+        let ns = |name: &str| namespace_labels(ssn, name);
+        state.update(ssn.task(current).spec.pod.as_ref(), placed, delta, &ns);
     }
 
     /// The task's skip set so far (empty before its first PrePredicate).
@@ -872,6 +910,7 @@ impl Plugin for Predicates {
         match result {
             Ok(filters) => {
                 self.filters.insert(task, filters);
+                self.current = Some(task);
                 Ok(())
             }
             Err(e) => {
@@ -929,15 +968,24 @@ impl Plugin for Predicates {
         if self.enabled.node_ports {
             self.add_ports(ssn, task);
         }
+        if self.enabled.pod_affinity {
+            self.follow_placement(ssn, task, 1);
+        }
         // A placed task is searched for again only after a new PrePredicate.
         self.filters.remove(&task);
         Ok(())
     }
 
     fn on_deallocate(&mut self, ssn: &SessionState, task: TaskId) {
+        // Counted only if the pod was on its node in the view: an eviction undone twice, or
+        // a pod already hidden, must not be subtracted again.
+        let was_placed = self.view.is_visible(task);
         self.view.removed(ssn, task);
         if self.enabled.node_ports {
             self.remove_ports(ssn, task);
+        }
+        if self.enabled.pod_affinity && was_placed {
+            self.follow_placement(ssn, task, -1);
         }
     }
 }
@@ -1446,6 +1494,69 @@ mod tests {
             "node(s) didn't match pod anti-affinity rules"
         );
         assert_eq!(err.statuses[0].code, StatusCode::Unschedulable);
+    }
+
+    #[test]
+    fn evictions_during_a_tasks_attempt_update_its_inter_pod_affinity() {
+        // The counts PrePredicate took for `web` follow the pods evicted and brought back
+        // while it is being placed, without a new PrePredicate (preemption's tentative
+        // evictions): both its own anti-affinity (to `db`) and `guard`'s anti-affinity to it.
+        let mut c = TestCluster::new();
+        node(&mut c, "n1", 110, json!({}), json!({}));
+        c.pod(pod_with(
+            "db",
+            Some("n1"),
+            "Running",
+            json!({"labels": {"app": "db"}}),
+            json!({}),
+        ));
+        c.pod(pod_with(
+            "guard",
+            Some("n1"),
+            "Running",
+            json!({}),
+            anti_affinity("web", "kubernetes.io/hostname"),
+        ));
+        c.pod(pod_with(
+            "web",
+            None,
+            "Pending",
+            json!({"labels": {"app": "web"}}),
+            anti_affinity("db", "kubernetes.io/hostname"),
+        ));
+        let mut ssn = session(&c, &[]);
+        let (web, n1) = (ssn.state.task_by_key("ns/web"), ssn.state.node_by_key("n1"));
+        let (db, guard) = (
+            ssn.state.task_by_key("ns/db"),
+            ssn.state.task_by_key("ns/guard"),
+        );
+        ssn.pre_predicate(web).expect("prepared");
+        let reasons = |ssn: &Session| -> Vec<String> {
+            ssn.predicate(web, n1)
+                .err()
+                .map(|e| e.statuses.iter().map(|s| s.reason.clone()).collect())
+                .unwrap_or_default()
+        };
+        let own = "node(s) didn't match pod anti-affinity rules";
+        let existing = "node(s) didn't satisfy existing pods anti-affinity rules";
+        // The filter stops at its first failure: the task's own anti-affinity.
+        assert_eq!(reasons(&ssn), vec![own.to_string()]);
+
+        let mut stmt = Statement::new();
+        ssn.evict(&mut stmt, db, "test");
+        assert_eq!(reasons(&ssn), vec![existing.to_string()]);
+        ssn.evict(&mut stmt, guard, "test");
+        assert_eq!(ssn.predicate(web, n1), Ok(()));
+
+        // Undone one at a time (as when a victim is spared), then all at once.
+        assert!(ssn.revert_eviction(&mut stmt, db, engine::model::TaskStatus::Running));
+        assert_eq!(reasons(&ssn), vec![own.to_string()]);
+        ssn.discard(stmt);
+        assert_eq!(reasons(&ssn), vec![own.to_string()]);
+        let mut stmt = Statement::new();
+        ssn.evict(&mut stmt, db, "test");
+        assert_eq!(reasons(&ssn), vec![existing.to_string()]);
+        ssn.discard(stmt);
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! * no pair of jobs ping-pongs: if job A lost a pod to job B, B never loses a pod to A;
 //! * evictions stop: the run ends with sessions that evict nothing.
 //!
+//! The checks run with preempt in normal and in topology-aware mode.
+//!
 //! The same checks fail on the run Volcano's decisions give (`refuseTakeBack: false`) for a
 //! cluster from Volcano's own reclaim tests: see `the_checks_catch_a_ping_pong`.
 
@@ -252,6 +254,12 @@ fn build(cluster: &ClusterGen) -> Built {
 
 /// Volcano's default tiers with preempt and reclaim, and proportion or capacity.
 fn conf(capacity_plugin: bool, refuse_take_back: bool) -> ConfFile {
+    conf_with(capacity_plugin, refuse_take_back, false)
+}
+
+/// [`conf`], with preempt in topology-aware mode when asked, every feasible node a candidate
+/// (so the node choice compares them all).
+fn conf_with(capacity_plugin: bool, refuse_take_back: bool, topology_aware: bool) -> ConfFile {
     let queue_plugin = if capacity_plugin {
         "capacity"
     } else {
@@ -261,7 +269,7 @@ fn conf(capacity_plugin: bool, refuse_take_back: bool) -> ConfFile {
         r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
 configurations:
 - name: preempt
-  arguments: {{refuseTakeBack: {refuse_take_back}}}
+  arguments: {{refuseTakeBack: {refuse_take_back}, enableTopologyAwarePreemption: {topology_aware}, minCandidateNodesPercentage: 100}}
 - name: reclaim
   arguments: {{refuseTakeBack: {refuse_take_back}}}
 tiers:
@@ -403,6 +411,16 @@ proptest! {
             prop_assert!(false, "{problem}\ncycles: {cycles:#?}");
         }
     }
+
+    #[test]
+    fn topology_aware_evictions_last_and_never_ping_pong(cluster in cluster_gen()) {
+        let built = build(&cluster);
+        let report = run(&built.input, conf_with(cluster.capacity_plugin, true, true));
+        if let Err(problem) = check(&built.pods, &report) {
+            let cycles: Vec<_> = report.cycles.iter().map(|c| (&c.binds, &c.pipelined, &c.evictions)).collect();
+            prop_assert!(false, "{problem}\ncycles: {cycles:#?}");
+        }
+    }
 }
 
 /// A fixed cluster where a high-priority pod preempts one of a low-priority job's two pods
@@ -457,7 +475,7 @@ struct Sample {
     violations: Vec<String>,
 }
 
-fn sample(refuse_take_back: bool) -> Sample {
+fn sample(refuse_take_back: bool, topology_aware: bool) -> Sample {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
@@ -476,7 +494,7 @@ fn sample(refuse_take_back: bool) -> Sample {
         let built = build(&cluster);
         let report = run(
             &built.input,
-            conf(cluster.capacity_plugin, refuse_take_back),
+            conf_with(cluster.capacity_plugin, refuse_take_back, topology_aware),
         );
         let mut any = false;
         for e in report.cycles.iter().flat_map(|c| &c.evictions) {
@@ -495,7 +513,7 @@ fn sample(refuse_take_back: bool) -> Sample {
 /// and with the take-back rule off (Volcano's decisions) the same sample breaks it.
 #[test]
 fn the_generator_makes_evictions_that_the_rule_keeps_lasting() {
-    let on = sample(true);
+    let on = sample(true, false);
     println!(
         "rule on: {} of {} runs evict: {:?}",
         on.runs_with_evictions, on.runs, on.by_action
@@ -513,7 +531,7 @@ fn the_generator_makes_evictions_that_the_rule_keeps_lasting() {
             on.by_action
         );
     }
-    let off = sample(false);
+    let off = sample(false, false);
     println!(
         "rule off: {} of {} runs evict: {:?}; violations: {:#?}",
         off.runs_with_evictions, off.runs, off.by_action, off.violations
@@ -559,4 +577,21 @@ fn the_checks_catch_a_ping_pong() {
     assert_eq!(lineage("c1/preemptee1-1-r12"), "c1/preemptee1-1");
     assert_eq!(lineage("c1/a-r1-r2"), "c1/a");
     assert_eq!(lineage("c1/web-rx"), "c1/web-rx");
+}
+
+/// The same sample with preempt in topology-aware mode: it preempts too, so its property is not
+/// vacuous either, and breaks none of the checks.
+#[test]
+fn the_generator_makes_topology_aware_preemptions() {
+    let tap = sample(true, true);
+    println!(
+        "topology-aware: {} of {} runs evict: {:?}",
+        tap.runs_with_evictions, tap.runs, tap.by_action
+    );
+    assert!(tap.violations.is_empty(), "{:#?}", tap.violations);
+    assert!(
+        tap.by_action.get("preempt").is_some_and(|&n| n > 0),
+        "{:?}",
+        tap.by_action
+    );
 }

@@ -17,6 +17,7 @@ pub mod quota;
 pub mod rbac;
 pub mod reload;
 pub mod restart;
+pub mod tap;
 pub mod tdm;
 pub mod usage;
 pub mod writerate;

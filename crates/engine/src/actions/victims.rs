@@ -204,9 +204,25 @@ pub(super) fn preempt_on_node(
     if !victims_cover(ssn, preemptor, node, victims) {
         return Err("the victims do not free enough resources".to_string());
     }
-    let Some(mut node_stmt) = evict_until_fit(ssn, preemptor, node, victims, rules) else {
+    let Some(node_stmt) = evict_until_fit(ssn, preemptor, node, victims, rules) else {
         return Err("the task does not fit even with every victim evicted".to_string());
     };
+    finish_on_node(ssn, stmt, node_stmt, preemptor, node, rules)
+}
+
+/// The end of a node attempt, once `node_stmt` holds the evictions that let `preemptor` fit
+/// `node`: rule 3, then the pipeline. On success `node_stmt` joins `stmt`, with its evictions
+/// attributed to the preemptor; otherwise it is discarded and the reason returned. Shared by
+/// the node-by-node attempts and the topology-aware mode of preempt, which chooses its victims
+/// beforehand.
+pub(super) fn finish_on_node(
+    ssn: &mut Session,
+    stmt: &mut Statement,
+    mut node_stmt: Statement,
+    preemptor: TaskId,
+    node: NodeId,
+    rules: Rules,
+) -> Result<(), String> {
     let evicted = node_stmt.has_evictions();
     // Checked before the pipeline: the next cycle starts with the victims gone and the
     // preemptor still pending, and that is the state its allocate orders queues and jobs by.
@@ -628,8 +644,10 @@ pub(super) mod testkit {
 
     /// Node annotations drive the predicate: `test/unschedulable` fails with `Unschedulable`
     /// (evicting pods cannot fix it), `test/unresolvable` with `UnschedulableAndUnresolvable`,
-    /// and `test/max-pods: N` fails with `Unschedulable` while N pods hold the node (evicted
-    /// ones no longer count, pipelined ones do).
+    /// `test/max-pods: N` fails with `Unschedulable` while N pods hold the node (evicted
+    /// ones no longer count, pipelined ones do), and `test/repels: <pod name>` fails with
+    /// `Unschedulable` for other pods while that pod holds the node (an anti-affinity in
+    /// miniature: only evicting that one pod helps).
     struct NodeCheck;
 
     fn annotation<'a>(ssn: &'a SessionState, node: NodeId, key: &str) -> Option<&'a str> {
@@ -650,7 +668,12 @@ pub(super) mod testkit {
         fn extension_points(&self) -> EP {
             EP::PREDICATE
         }
-        fn predicate(&self, ssn: &SessionState, _: TaskId, node: NodeId) -> Result<(), FitError> {
+        fn predicate(
+            &self,
+            ssn: &SessionState,
+            task: TaskId,
+            node: NodeId,
+        ) -> Result<(), FitError> {
             let fail =
                 |code, reason: &str| Err(FitError::new(FitStatus::new(code, reason, "nodecheck")));
             if annotation(ssn, node, "test/unresolvable").is_some() {
@@ -658,6 +681,15 @@ pub(super) mod testkit {
             }
             if annotation(ssn, node, "test/unschedulable").is_some() {
                 return fail(StatusCode::Unschedulable, "unschedulable");
+            }
+            if let Some(repelled) = annotation(ssn, node, "test/repels") {
+                let present = ssn.node(node).tasks.iter().any(|&(t, _)| {
+                    let t = ssn.task(t);
+                    t.spec.name == repelled && t.status != TaskStatus::Releasing
+                });
+                if present && ssn.task(task).spec.name != repelled {
+                    return fail(StatusCode::Unschedulable, "repelled");
+                }
             }
             if let Some(max) = annotation(ssn, node, "test/max-pods").and_then(|v| v.parse().ok()) {
                 let pods = ssn

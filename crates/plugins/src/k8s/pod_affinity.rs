@@ -70,6 +70,8 @@ struct TopologyCounts(HashMap<String, HashMap<String, i64>>);
 
 impl TopologyCounts {
     /// Adds `delta` to the pair (`key`, the node's value for `key`), if the node has that label.
+    /// A pair whose count comes back to 0 is removed, as upstream does: the self-affinity rule
+    /// asks whether any pair is left at all.
     fn add_for_node(&mut self, key: &str, node_labels: &BTreeMap<String, String>, delta: i64) {
         let Some(value) = node_labels.get(key) else {
             return;
@@ -78,10 +80,16 @@ impl TopologyCounts {
         if let Some(values) = self.0.get_mut(key) {
             if let Some(count) = values.get_mut(value) {
                 *count = count.saturating_add(delta);
-            } else {
+                if *count == 0 {
+                    values.remove(value);
+                    if values.is_empty() {
+                        self.0.remove(key);
+                    }
+                }
+            } else if delta != 0 {
                 values.insert(value.clone(), delta);
             }
-        } else {
+        } else if delta != 0 {
             self.0
                 .insert(key.to_owned(), HashMap::from([(value.clone(), delta)]));
         }
@@ -365,6 +373,57 @@ impl AffinityFilterState {
         })
     }
 
+    /// Upstream `updateWithPod` (the PreFilter extensions `AddPod` / `RemovePod`): the counts
+    /// after `existing` joins (`delta` = 1) or leaves (`delta` = −1) its node. `incoming` is the
+    /// pod the state was computed for, and `namespace_labels` the same lookup as for
+    /// [`AffinityFilterState::compute`]. Keeps the state of a pod being placed current while
+    /// the session tentatively evicts pods (preemption) or undoes placements.
+    pub fn update(
+        &mut self,
+        incoming: &Pod,
+        existing: PlacedPod<'_>,
+        delta: i64,
+        namespace_labels: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
+    ) {
+        let own_namespace = pod_namespace(incoming);
+        let mut ns = NamespaceLabels::new(namespace_labels);
+        let node_labels = node_labels(existing.node);
+
+        let existing_anti = required_anti_affinity_terms(existing.pod);
+        if !existing_anti.is_empty() {
+            let own_labels = ns.get(own_namespace).cloned().unwrap_or_default();
+            let existing_namespace = pod_namespace(existing.pod);
+            for term in existing_anti {
+                let term = Term::new(term, existing_namespace);
+                if term.matches_as_existing(incoming, &own_labels) {
+                    self.existing_anti_affinity_counts.add_for_node(
+                        term.topology_key,
+                        node_labels,
+                        delta,
+                    );
+                }
+            }
+        }
+
+        let affinity = terms_of(required_affinity_terms(incoming), own_namespace);
+        if !affinity.is_empty()
+            && affinity
+                .iter()
+                .all(|term| term.matches_as_incoming(existing.pod, &mut ns))
+        {
+            for term in &affinity {
+                self.affinity_counts
+                    .add_for_node(term.topology_key, node_labels, delta);
+            }
+        }
+        for term in terms_of(required_anti_affinity_terms(incoming), own_namespace) {
+            if term.matches_as_incoming(existing.pod, &mut ns) {
+                self.anti_affinity_counts
+                    .add_for_node(term.topology_key, node_labels, delta);
+            }
+        }
+    }
+
     /// Upstream Filter for one node, checked in upstream order: own affinity, own
     /// anti-affinity, existing pods' anti-affinity. `_pod` is the pod `compute` was called for;
     /// everything needed from it is already in the state.
@@ -566,6 +625,86 @@ mod tests {
 
     use AffinityFailure::*;
     const OK: Result<(), AffinityFailure> = Ok(());
+
+    /// For each existing pod: the state computed over every pod, updated by the pod's removal,
+    /// filters as a state computed without it (no state: every node passes); updated by its
+    /// return, as the original.
+    fn assert_update_matches_compute(incoming: &Pod, existing: &[(Pod, usize)]) {
+        let nodes = cluster();
+        let placed = |skip: Option<usize>| {
+            existing
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| Some(*i) != skip)
+                .map(|(_, (p, n))| PlacedPod {
+                    pod: p,
+                    node: &nodes[*n],
+                })
+                .collect::<Vec<_>>()
+        };
+        let results = |state: &AffinityFilterState| -> Vec<Result<(), AffinityFailure>> {
+            nodes.iter().map(|n| state.filter(incoming, n)).collect()
+        };
+        let full = AffinityFilterState::compute(incoming, placed(None).into_iter(), &no_namespaces)
+            .expect("a state");
+        for (i, (pod, n)) in existing.iter().enumerate() {
+            let without =
+                AffinityFilterState::compute(incoming, placed(Some(i)).into_iter(), &no_namespaces)
+                    .map_or_else(|| vec![OK; nodes.len()], |s| results(&s));
+            let mut state = full.clone();
+            let pp = PlacedPod {
+                pod,
+                node: &nodes[*n],
+            };
+            state.update(incoming, pp, -1, &no_namespaces);
+            assert_eq!(results(&state), without, "without existing pod {i}");
+            state.update(incoming, pp, 1, &no_namespaces);
+            assert_eq!(results(&state), results(&full), "existing pod {i} back");
+        }
+    }
+
+    #[test]
+    fn updates_follow_removed_and_returned_pods() {
+        let db = || pod_with("default", json!({"app": "db"}), json!(null));
+        let web_anti_db = |key: &str| {
+            pod_with(
+                "default",
+                json!({"app": "web"}),
+                required(
+                    "podAntiAffinity",
+                    json!([term(json!({"matchLabels": {"app": "db"}}), key)]),
+                ),
+            )
+        };
+        // The incoming pod's own anti-affinity, per host and per zone.
+        assert_update_matches_compute(&web_anti_db(HOST), &[(db(), 0), (db(), 2)]);
+        assert_update_matches_compute(&web_anti_db(ZONE), &[(db(), 0), (db(), 1)]);
+        // An existing pod's anti-affinity to the incoming pod.
+        let web = pod_with("default", json!({"app": "web"}), json!(null));
+        let db_anti_web = || {
+            pod_with(
+                "default",
+                json!({"app": "db"}),
+                required(
+                    "podAntiAffinity",
+                    json!([term(json!({"matchLabels": {"app": "web"}}), ZONE)]),
+                ),
+            )
+        };
+        assert_update_matches_compute(&web, &[(db_anti_web(), 1), (db(), 0)]);
+        assert_update_matches_compute(&web, &[(db_anti_web(), 0), (db_anti_web(), 3)]);
+        // Affinity to its own kind: once the only match leaves, the first-pod rule applies
+        // again (the emptied count must be gone, not 0).
+        let db_with_affinity = pod_with(
+            "default",
+            json!({"app": "db"}),
+            required(
+                "podAffinity",
+                json!([term(json!({"matchLabels": {"app": "db"}}), ZONE)]),
+            ),
+        );
+        assert_update_matches_compute(&db_with_affinity, &[(db(), 2)]);
+    }
 
     /// Existing pods with the index of their node in `cluster()`.
     type Existing = Vec<(Pod, usize)>;

@@ -1,19 +1,26 @@
 //! `preempt`: within a queue, evict running tasks so that a starving job's pending tasks can be
 //! pipelined onto the freed resources — first between the jobs of the queue, then inside each
-//! starving job (spec/framework.md §6.4, normal mode §6.4.3; victim order §3.3.1; victim
-//! filter §3.3.4; statements §4; the nominated-node wait rule §7.5).
+//! starving job (spec/framework.md §6.4, normal mode §6.4.3, topology-aware mode §6.4.4; victim
+//! order §3.3.1; victim filter §3.3.4; statements §4; the nominated-node wait rule §7.5).
 //!
-//! Differences from Volcano, each to stop evictions that achieve nothing (see
+//! Two ways to choose the node, picked by `enableTopologyAwarePreemption`:
+//!
+//! * normal mode (the default): the feasible nodes best score first, and the first node where
+//!   evicting victims lets the task fit wins;
+//! * topology-aware mode (module `topology_aware`): a dry run on up to k feasible nodes
+//!   collects the victims each would need, and the node whose victims cost least (lowest
+//!   priorities, fewest pods, most recently started) wins. Despite its name the mode knows
+//!   nothing of network topology; it is kube-scheduler's default preemption.
+//!
+//! Differences from Volcano, in both modes, each to stop evictions that achieve nothing (see
 //! [`super::victims`] and docs/fairness.md, "Preemption and reclaim without storms"): a node
 //! where the task fits without evicting is taken first; evicted victims the task turns out not
 //! to need are spared again; an eviction whose resources the victim's job would take straight
 //! back in the next cycle is refused.
 //!
-//! Not supported: the topology-aware mode (§6.4.4). `enableTopologyAwarePreemption: true` is
-//! refused with a warning and preemption runs in normal mode; its companion arguments
-//! (`topologyAwarePreemptWorkerNum`, `minCandidateNodesPercentage`, …) are not read. Jobs with
-//! network topology, which Volcano never lets preempt, do not exist here (no hyperNodes are
-//! modelled), and there are no scheduler shards, so every node is in one candidate group.
+//! Jobs with network topology, which Volcano never lets preempt, do not exist here (no
+//! hyperNodes are modelled), and there are no scheduler shards, so every node is in one
+//! candidate group.
 
 use std::collections::BTreeMap;
 
@@ -22,9 +29,13 @@ use crate::model::{JobId, NodeId, QueueId, TaskId};
 
 use super::helper::{PredicateHelper, prioritize_nodes};
 use super::victims::{
-    Contest, EvictionArgs, Rules, pending_tasks, place_without_eviction, preempt_on_first_node,
-    sanitize_victims,
+    Contest, Rules, pending_tasks, place_without_eviction, preempt_on_first_node, sanitize_victims,
 };
+
+mod args;
+mod topology_aware;
+
+use args::PreemptArgs;
 
 /// The action's name, as configured and as recorded on its evictions.
 pub const NAME: &str = "preempt";
@@ -39,8 +50,7 @@ enum Scope {
 }
 
 pub fn execute(ssn: &mut Session) {
-    let args = EvictionArgs::read(ssn, NAME);
-    refuse_topology_aware_mode(ssn);
+    let args = PreemptArgs::read(ssn, NAME);
 
     let mut preemptors: BTreeMap<QueueId, PriorityQueue<JobId>> = BTreeMap::new();
     let mut starving: BTreeMap<QueueId, Vec<JobId>> = BTreeMap::new();
@@ -66,7 +76,7 @@ pub fn execute(ssn: &mut Session) {
     }
 
     // One helper for the whole action, so its error cache spans every preemptor (§6.0.2).
-    let mut helper = PredicateHelper::new(args.predicate_cache);
+    let mut helper = PredicateHelper::new(args.eviction.predicate_cache);
     while let Some(queue) = queues.pop(|a, b| ssn.queue_order(a, b)) {
         // Between the jobs of the queue: one statement per preemptor job, committed only if
         // the job ends up pipelined, so a gang never evicts for a part of itself.
@@ -119,32 +129,15 @@ pub fn execute(ssn: &mut Session) {
     }
 }
 
-/// `enableTopologyAwarePreemption` is read, and refused when set (normal mode runs).
-fn refuse_topology_aware_mode(ssn: &Session) {
-    let Some(args) = ssn.state.conf.action_arguments(NAME) else {
-        return;
-    };
-    let key = "enableTopologyAwarePreemption";
-    let mut on = false;
-    match args.get_bool(key, &mut on) {
-        Ok(_) if on => tracing::warn!(
-            key,
-            "topology-aware preemption is not supported by volcano-rs; preempt runs in normal mode"
-        ),
-        Ok(_) => {}
-        Err(e) => tracing::warn!(key, error = %e, "argument ignored"),
-    }
-}
-
 /// `preempt` for one task (§6.4.3): eligibility, pre-predicates, the candidate nodes, then
-/// the node attempts.
+/// the node attempts of the configured mode.
 fn preempt_task(
     ssn: &mut Session,
     stmt: &mut Statement,
     task: TaskId,
     scope: Scope,
     helper: &mut PredicateHelper,
-    args: EvictionArgs,
+    args: PreemptArgs,
 ) -> Result<(), String> {
     eligible_to_preempt(ssn, task)?;
     ssn.pre_predicate(task)
@@ -153,7 +146,21 @@ fn preempt_task(
     let (feasible, _) = helper.predicate_nodes(ssn, task, &candidates, &|s, t, n| {
         s.predicate_for_preempt_action(t, n)
     });
-    normal_preempt(ssn, stmt, task, scope, &feasible, args)
+    let queue = ssn
+        .state
+        .queue_of_task(task)
+        .ok_or_else(|| "the task's job is not in the session".to_string())?;
+    let rules = Rules {
+        reason: NAME,
+        allocatable_in: Some(queue),
+        contest: Contest::Jobs,
+        refuse_take_back: args.eviction.refuse_take_back,
+    };
+    if args.topology_aware {
+        topology_aware::preempt(ssn, stmt, task, scope, &feasible, rules, args.candidates)
+    } else {
+        normal_preempt(ssn, stmt, task, scope, &feasible, rules)
+    }
 }
 
 /// `taskEligibleToPreempt`: `preemptionPolicy: Never` never preempts; a pod already nominated
@@ -220,44 +227,43 @@ fn normal_preempt(
     task: TaskId,
     scope: Scope,
     feasible: &[NodeId],
-    args: EvictionArgs,
+    rules: Rules,
 ) -> Result<(), String> {
-    let queue = ssn
-        .state
-        .queue_of_task(task)
-        .ok_or_else(|| "the task's job is not in the session".to_string())?;
     let nodes = by_score(ssn, task, feasible);
     if nodes.is_empty() {
         return Err("no candidate node".to_string());
     }
-    if place_without_eviction(ssn, stmt, task, &nodes, Some(queue)) {
+    if place_without_eviction(ssn, stmt, task, &nodes, rules.allocatable_in) {
         return Ok(());
     }
-    let rules = Rules {
-        reason: NAME,
-        allocatable_in: Some(queue),
-        contest: Contest::Jobs,
-        refuse_take_back: args.refuse_take_back,
-    };
     preempt_on_first_node(ssn, stmt, task, nodes, rules, &|ssn, node| {
-        let preemptees: Vec<TaskId> = ssn
-            .state
-            .node(node)
-            .tasks
-            .iter()
-            .map(|&(t, _)| t)
-            .filter(|&t| may_preempt(ssn, task, t, scope))
-            .collect();
-        if preemptees.is_empty() {
+        let victims = node_victims(ssn, task, node, scope);
+        if victims.is_empty() {
             return Vec::new();
         }
-        let victims = sanitize_victims(ssn.preemptable(task, &preemptees), &preemptees);
         // `volcano_pod_preemption_victims` / `volcano_total_preemption_attempts` (Volcano sets
         // them per node considered).
         ssn.state.decisions.preemption_attempts += 1;
         ssn.state.decisions.preemption_victims = Some(victims.len());
         victims
     })
+}
+
+/// The victims the plugins allow on `node` among the tasks `scope` lets the preemptor look at
+/// (`Preemptable` over the filtered tasks of the node), in the plugins' answer order.
+fn node_victims(ssn: &Session, task: TaskId, node: NodeId, scope: Scope) -> Vec<TaskId> {
+    let preemptees: Vec<TaskId> = ssn
+        .state
+        .node(node)
+        .tasks
+        .iter()
+        .map(|&(t, _)| t)
+        .filter(|&t| may_preempt(ssn, task, t, scope))
+        .collect();
+    if preemptees.is_empty() {
+        return Vec::new();
+    }
+    sanitize_victims(ssn.preemptable(task, &preemptees), &preemptees)
 }
 
 /// `SortNodes(PrioritizeNodes(…))`: best score first, ties in search order. A scoring failure
@@ -294,7 +300,7 @@ fn may_preempt(ssn: &Session, preemptor: TaskId, victim: TaskId, scope: Scope) -
 mod tests {
     use serde_json::json;
 
-    use super::super::victims::testkit::*;
+    use crate::actions::victims::testkit::*;
     use crate::model::TaskStatus;
 
     /// One node of 4 cpu full of low-priority work, a pending high-priority pod.
@@ -595,7 +601,7 @@ mod tests {
     }
 
     #[test]
-    fn topology_aware_mode_is_refused_and_normal_mode_runs() {
+    fn topology_aware_mode_evicts_one_victim() {
         let conf = format!(
             "{}configurations:\n- name: preempt\n  arguments:\n    enableTopologyAwarePreemption: true\n",
             conf("preempt")
