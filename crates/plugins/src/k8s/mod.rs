@@ -5,6 +5,7 @@
 pub mod labels;
 pub mod node_affinity;
 pub mod pod_affinity;
+pub mod pod_view;
 pub mod ports;
 pub mod qos;
 pub mod resources;

@@ -49,6 +49,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use crate::k8s::labels::PlacedPod;
 use crate::k8s::node_affinity::{PreferredNodeAffinity, RequiredNodeAffinity};
 use crate::k8s::pod_affinity::preferred_affinity_scores;
+use crate::k8s::pod_view::{
+    PodView, all_nodes, has_preferred_pod_affinity_terms, has_spread_constraint, namespace_labels,
+};
 use crate::k8s::resources::{
     MAX_NODE_SCORE, balanced_allocation_score, least_allocated_score, most_allocated_score,
     non_zero_request, normalize_max,
@@ -56,9 +59,6 @@ use crate::k8s::resources::{
 use crate::k8s::resources::{image_score, normalized_image_name};
 use crate::k8s::taints::count_intolerable_prefer_no_schedule;
 use crate::k8s::topology_spread::spread_scores;
-use crate::predicates::{
-    PodView, all_nodes, has_preferred_pod_affinity_terms, has_spread_constraint, namespace_labels,
-};
 
 /// Registered plugin name.
 pub const NAME: &str = "nodeorder";

@@ -1,0 +1,230 @@
+//! The pods on each node as the embedded Kubernetes plugins see them during a session, and the
+//! pod-shape helpers around it; shared by `predicates` (filters) and `nodeorder` (scores).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use engine::framework::SessionState;
+use engine::model::{NodeId, TaskId};
+use k8s_openapi::api::core::v1::{Node, Pod, PodAffinity, PodAntiAffinity};
+
+use super::labels::PlacedPod;
+
+/// The pods on each node as Volcano's embedded Kubernetes plugins see them (§6.8): the node's
+/// tasks at open, plus the session's allocations and pipelines, minus the session's evictions.
+/// The engine's node keeps an evicted task in its list (as Releasing); Volcano's upstream node
+/// info drops it at once, so such tasks are recorded here as hidden.
+///
+/// Also indexes the placed pods that carry pod (anti-)affinity, because the upstream plugins
+/// only look at those when the incoming pod has no terms of its own; without the index every
+/// task would scan every placed pod.
+#[derive(Debug, Default)]
+pub struct PodView {
+    hidden: HashSet<TaskId>,
+    hidden_per_node: Vec<usize>,
+    /// Placed pods with a required anti-affinity term (`None`: not tracked).
+    required_anti_affinity: Option<BTreeSet<TaskId>>,
+    /// Placed pods with any pod affinity or anti-affinity section (`None`: not tracked).
+    pod_affinity: Option<BTreeSet<TaskId>>,
+}
+
+impl PodView {
+    /// Builds the view at session open, tracking the indexes asked for.
+    pub fn open(
+        ssn: &SessionState,
+        track_required_anti_affinity: bool,
+        track_pod_affinity: bool,
+    ) -> Self {
+        let mut view = PodView {
+            hidden: HashSet::new(),
+            hidden_per_node: vec![0; ssn.nodes.len()],
+            required_anti_affinity: track_required_anti_affinity.then(BTreeSet::new),
+            pod_affinity: track_pod_affinity.then(BTreeSet::new),
+        };
+        if track_required_anti_affinity || track_pod_affinity {
+            for node in &ssn.nodes {
+                for &(task, _) in &node.tasks {
+                    view.index(ssn, task);
+                }
+            }
+        }
+        view
+    }
+
+    fn index(&mut self, ssn: &SessionState, task: TaskId) {
+        let pod = ssn.task(task).spec.pod.as_ref();
+        if let Some(set) = self.required_anti_affinity.as_mut()
+            && has_required_anti_affinity(pod)
+        {
+            set.insert(task);
+        }
+        if let Some(set) = self.pod_affinity.as_mut()
+            && has_pod_affinity_section(pod)
+        {
+            set.insert(task);
+        }
+    }
+
+    /// The task's pod joined its node (allocate, pipeline, or an eviction undone).
+    pub fn added(&mut self, ssn: &SessionState, task: TaskId) {
+        if self.hidden.remove(&task)
+            && let Some(count) = ssn
+                .task(task)
+                .node
+                .and_then(|n| self.hidden_per_node.get_mut(n.index()))
+        {
+            *count = count.saturating_sub(1);
+        }
+        self.index(ssn, task);
+    }
+
+    /// The task's pod left its node (eviction, or an allocation/pipeline undone).
+    pub fn removed(&mut self, ssn: &SessionState, task: TaskId) {
+        if let Some(node) = ssn.task(task).node {
+            let still_listed = ssn.node(node).tasks.iter().any(|&(t, _)| t == task);
+            if still_listed
+                && self.hidden.insert(task)
+                && let Some(count) = self.hidden_per_node.get_mut(node.index())
+            {
+                *count += 1;
+            }
+        }
+        if let Some(set) = self.required_anti_affinity.as_mut() {
+            set.remove(&task);
+        }
+        if let Some(set) = self.pod_affinity.as_mut() {
+            set.remove(&task);
+        }
+    }
+
+    /// Number of pods on the node in this view.
+    pub fn pod_count(&self, ssn: &SessionState, node: NodeId) -> usize {
+        let hidden = self.hidden_per_node.get(node.index()).copied().unwrap_or(0);
+        ssn.node(node).tasks.len().saturating_sub(hidden)
+    }
+
+    /// Whether the task's pod is on its node in this view.
+    pub fn is_visible(&self, task: TaskId) -> bool {
+        self.hidden.is_empty() || !self.hidden.contains(&task)
+    }
+
+    /// Every placed pod, node by node.
+    pub fn placed<'a>(&'a self, ssn: &'a SessionState) -> impl Iterator<Item = PlacedPod<'a>> + 'a {
+        ssn.nodes.iter().flat_map(move |node| {
+            node.tasks
+                .iter()
+                .filter(move |&&(task, _)| self.is_visible(task))
+                .map(move |&(task, _)| PlacedPod {
+                    pod: ssn.task(task).spec.pod.as_ref(),
+                    node: node.spec.node.as_ref(),
+                })
+        })
+    }
+
+    /// Placed pods in one of the indexes (`None`: the index is not tracked, so every pod).
+    fn placed_in<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+        set: Option<&'a BTreeSet<TaskId>>,
+    ) -> Box<dyn Iterator<Item = PlacedPod<'a>> + 'a> {
+        match set {
+            Some(set) => Box::new(set.iter().filter_map(move |&task| {
+                let node = ssn.task(task).node?;
+                Some(PlacedPod {
+                    pod: ssn.task(task).spec.pod.as_ref(),
+                    node: ssn.node(node).spec.node.as_ref(),
+                })
+            })),
+            None => Box::new(self.placed(ssn)),
+        }
+    }
+
+    /// Placed pods with a required anti-affinity term.
+    pub fn placed_with_required_anti_affinity<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+    ) -> Box<dyn Iterator<Item = PlacedPod<'a>> + 'a> {
+        self.placed_in(ssn, self.required_anti_affinity.as_ref())
+    }
+
+    /// Placed pods with a pod affinity or anti-affinity section.
+    pub fn placed_with_pod_affinity<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+    ) -> Box<dyn Iterator<Item = PlacedPod<'a>> + 'a> {
+        self.placed_in(ssn, self.pod_affinity.as_ref())
+    }
+}
+
+fn pod_affinity_parts(pod: &Pod) -> (Option<&PodAffinity>, Option<&PodAntiAffinity>) {
+    let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
+    (
+        affinity.and_then(|a| a.pod_affinity.as_ref()),
+        affinity.and_then(|a| a.pod_anti_affinity.as_ref()),
+    )
+}
+
+/// The pod has a required pod anti-affinity term (upstream `PodsWithRequiredAntiAffinity`).
+pub fn has_required_anti_affinity(pod: &Pod) -> bool {
+    pod_affinity_parts(pod)
+        .1
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
+}
+
+/// The pod has required pod affinity or anti-affinity terms of its own.
+pub fn has_required_pod_affinity_terms(pod: &Pod) -> bool {
+    has_required_anti_affinity(pod)
+        || pod_affinity_parts(pod)
+            .0
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|terms| !terms.is_empty())
+}
+
+/// The pod has preferred pod affinity or anti-affinity terms of its own.
+pub fn has_preferred_pod_affinity_terms(pod: &Pod) -> bool {
+    let (affinity, anti) = pod_affinity_parts(pod);
+    affinity
+        .and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
+        || anti
+            .and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|terms| !terms.is_empty())
+}
+
+/// The pod has a pod affinity or anti-affinity section (upstream `PodsWithAffinity`).
+pub fn has_pod_affinity_section(pod: &Pod) -> bool {
+    let (affinity, anti) = pod_affinity_parts(pod);
+    affinity.is_some() || anti.is_some()
+}
+
+/// The pod has a topology spread constraint with the given `whenUnsatisfiable` action.
+pub fn has_spread_constraint(pod: &Pod, action: &str) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.topology_spread_constraints.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.when_unsatisfiable == action))
+}
+
+/// A namespace's labels from the session snapshot (`None`: unknown namespace).
+pub fn namespace_labels(ssn: &SessionState, namespace: &str) -> Option<BTreeMap<String, String>> {
+    ssn.snapshot
+        .namespace(namespace)
+        .map(|ns| ns.metadata.labels.clone().unwrap_or_default())
+}
+
+/// Every node object of the session, in session order.
+pub fn all_nodes(ssn: &SessionState) -> Vec<&Node> {
+    ssn.nodes.iter().map(|n| n.spec.node.as_ref()).collect()
+}
