@@ -1055,6 +1055,12 @@ impl Plugin for Capacity {
         points
     }
 
+    /// Queue orders depend on the queue tree being usable (and hierarchical for the victim
+    /// queue order).
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        self.extension_points() | ExtensionPoints::QUEUE_ORDER | ExtensionPoints::VICTIM_QUEUE_ORDER
+    }
+
     /// §5.6. Flat: higher priority, then share. Hierarchical: higher priority, then queues
     /// connected to `root`, then leaves; two leaves compare through their ancestors one level
     /// below their deepest common ancestor.

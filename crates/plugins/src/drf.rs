@@ -672,6 +672,15 @@ impl Plugin for Drf {
         }
     }
 
+    /// Hierarchical mode (HDRF) adds the queue order and reclaim filter.
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::PREEMPTABLE
+            | ExtensionPoints::JOB_ORDER
+            | ExtensionPoints::EVENT_HANDLER
+            | ExtensionPoints::QUEUE_ORDER
+            | ExtensionPoints::RECLAIMABLE
+    }
+
     fn job_order(&self, _ssn: &SessionState, l: JobId, r: JobId) -> Ordering {
         self.compare_jobs(l, r)
     }

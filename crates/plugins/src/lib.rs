@@ -22,6 +22,8 @@ pub mod pdb;
 pub mod predicates;
 pub mod priority;
 pub mod proportion;
+#[cfg(test)]
+mod registry_tests;
 pub mod rescheduling;
 pub mod resource_strategy_fit;
 pub mod resourcequota;

@@ -19,7 +19,7 @@ pub use memory::PluginMemory;
 pub use outside::{CallError, HttpCaller};
 pub use plugin::{
     ABSTAIN, EvictionContext, EvictionKind, ExtensionPoints, PERMIT, Plugin, PluginBuilder,
-    PluginRegistry, REJECT, ValidateResult,
+    PluginRegistry, REJECT, ValidateResult, take_defaults_run,
 };
 pub use session::{Clock, Session, SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};

@@ -76,6 +76,21 @@ pub struct EvictionContext {
     pub job: JobId,
 }
 
+thread_local! {
+    static DEFAULTS_RUN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Records that a trait method's default body ran: the plugin does not implement that point.
+fn default_ran(point: ExtensionPoints) {
+    DEFAULTS_RUN.with(|c| c.set(c.get() | point.0));
+}
+
+/// The points whose default bodies ran on this thread since the last call, and resets them.
+/// Lets a test tell which points a plugin really implements (an override never records).
+pub fn take_defaults_run() -> ExtensionPoints {
+    DEFAULTS_RUN.with(|c| ExtensionPoints(c.replace(0)))
+}
+
 /// Vote values of `JobPipelined` / `JobEnqueueable` (§3.1).
 pub const PERMIT: i32 = 1;
 pub const ABSTAIN: i32 = 0;
@@ -102,13 +117,23 @@ pub trait Plugin: Send + Sync {
     /// The points this plugin registered for this session; asked after `on_session_open`.
     fn extension_points(&self) -> ExtensionPoints;
 
+    /// Every point this plugin may register in some session (its arguments, the cluster or the
+    /// clock decide which); by default exactly [`Plugin::extension_points`]. The registry test
+    /// checks that a plugin implements what it declares and declares nothing beyond this.
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        self.extension_points()
+    }
+
     fn job_order(&self, _ssn: &SessionState, _l: JobId, _r: JobId) -> Ordering {
+        default_ran(ExtensionPoints::JOB_ORDER);
         Ordering::Equal
     }
     fn queue_order(&self, _ssn: &SessionState, _l: QueueId, _r: QueueId) -> Ordering {
+        default_ran(ExtensionPoints::QUEUE_ORDER);
         Ordering::Equal
     }
     fn task_order(&self, _ssn: &SessionState, _l: TaskId, _r: TaskId) -> Ordering {
+        default_ran(ExtensionPoints::TASK_ORDER);
         Ordering::Equal
     }
     /// `Less` means `l` gives up resources first.
@@ -119,19 +144,23 @@ pub trait Plugin: Send + Sync {
         _r: QueueId,
         _preemptor: QueueId,
     ) -> Ordering {
+        default_ran(ExtensionPoints::VICTIM_QUEUE_ORDER);
         Ordering::Equal
     }
 
     /// Runs once per task before its node search; may prepare per-task state for `predicate`.
     fn pre_predicate(&mut self, _ssn: &SessionState, _task: TaskId) -> Result<(), String> {
+        default_ran(ExtensionPoints::PRE_PREDICATE);
         Ok(())
     }
     /// Node feasibility. Called in parallel across nodes.
     fn predicate(&self, _ssn: &SessionState, _task: TaskId, _node: NodeId) -> Result<(), FitError> {
+        default_ran(ExtensionPoints::PREDICATE);
         Ok(())
     }
     /// Per-node score. Called in parallel across nodes.
     fn node_order(&self, _ssn: &SessionState, _task: TaskId, _node: NodeId) -> Result<f64, String> {
+        default_ran(ExtensionPoints::NODE_ORDER);
         Ok(0.0)
     }
     /// Scores for all candidate nodes at once, aligned with `nodes`.
@@ -141,6 +170,7 @@ pub trait Plugin: Send + Sync {
         _task: TaskId,
         _nodes: &[NodeId],
     ) -> Result<Vec<f64>, String> {
+        default_ran(ExtensionPoints::BATCH_NODE_ORDER);
         Ok(Vec::new())
     }
 
@@ -151,6 +181,7 @@ pub trait Plugin: Send + Sync {
         _preemptor: TaskId,
         _candidates: &[TaskId],
     ) -> (Vec<TaskId>, i32) {
+        default_ran(ExtensionPoints::PREEMPTABLE);
         (Vec::new(), ABSTAIN)
     }
     /// Victim filter for reclaim: `(victims, vote)`; vote 0 = abstain.
@@ -160,9 +191,11 @@ pub trait Plugin: Send + Sync {
         _reclaimer: TaskId,
         _candidates: &[TaskId],
     ) -> (Vec<TaskId>, i32) {
+        default_ran(ExtensionPoints::RECLAIMABLE);
         (Vec::new(), ABSTAIN)
     }
     fn victim_tasks(&self, _ssn: &SessionState, _tasks: &[TaskId]) -> Vec<TaskId> {
+        default_ran(ExtensionPoints::VICTIM_TASKS);
         Vec::new()
     }
     /// `UnifiedEvictable`: which of a gang action's candidates may go (answers combine as
@@ -173,18 +206,22 @@ pub trait Plugin: Send + Sync {
         _ctx: &EvictionContext,
         _candidates: &[TaskId],
     ) -> (Vec<TaskId>, i32) {
+        default_ran(ExtensionPoints::UNIFIED_EVICTABLE);
         (Vec::new(), ABSTAIN)
     }
     /// The candidates this plugin lets go when nothing takes their place (shuffle's victims):
     /// the protections of `conformance`, `pdb` and `cdp`, applied without a preemptor.
     fn eviction_guard(&self, _ssn: &SessionState, candidates: &[TaskId]) -> Vec<TaskId> {
+        default_ran(ExtensionPoints::EVICTION_GUARD);
         candidates.to_vec()
     }
 
     fn overused(&self, _ssn: &SessionState, _queue: QueueId) -> bool {
+        default_ran(ExtensionPoints::OVERUSED);
         false
     }
     fn allocatable(&self, _ssn: &SessionState, _queue: QueueId, _task: TaskId) -> bool {
+        default_ran(ExtensionPoints::ALLOCATABLE);
         true
     }
     /// Whether `queue` may reclaim for this much more (a task's request, or a whole gang's).
@@ -194,19 +231,24 @@ pub trait Plugin: Send + Sync {
         _queue: QueueId,
         _request: &crate::model::Resource,
     ) -> bool {
+        default_ran(ExtensionPoints::PREEMPTIVE);
         true
     }
 
     fn job_valid(&self, _ssn: &SessionState, _job: JobId) -> Option<ValidateResult> {
+        default_ran(ExtensionPoints::JOB_VALID);
         None
     }
     fn job_ready(&self, _ssn: &SessionState, _job: JobId) -> bool {
+        default_ran(ExtensionPoints::JOB_READY);
         true
     }
     fn job_pipelined(&self, _ssn: &SessionState, _job: JobId) -> i32 {
+        default_ran(ExtensionPoints::JOB_PIPELINED);
         ABSTAIN
     }
     fn job_enqueueable(&self, _ssn: &SessionState, _job: JobId) -> i32 {
+        default_ran(ExtensionPoints::JOB_ENQUEUEABLE);
         ABSTAIN
     }
     /// Why this plugin's `job_enqueueable` rejected the job in this session, if it did. The
@@ -215,18 +257,24 @@ pub trait Plugin: Send + Sync {
     fn enqueue_rejection(&self, _ssn: &SessionState, _job: JobId) -> Option<String> {
         None
     }
-    fn job_enqueued(&mut self, _ssn: &SessionState, _job: JobId) {}
+    fn job_enqueued(&mut self, _ssn: &SessionState, _job: JobId) {
+        default_ran(ExtensionPoints::JOB_ENQUEUED);
+    }
     fn job_starving(&self, _ssn: &SessionState, _job: JobId) -> bool {
+        default_ran(ExtensionPoints::JOB_STARVING);
         false
     }
 
     /// Event handler: a task was allocated or pipelined (or an eviction was undone).
     /// An error makes the statement roll the operation back.
     fn on_allocate(&mut self, _ssn: &SessionState, _task: TaskId) -> Result<(), String> {
+        default_ran(ExtensionPoints::EVENT_HANDLER);
         Ok(())
     }
     /// Event handler: a task was evicted, or an allocation/pipeline was undone.
-    fn on_deallocate(&mut self, _ssn: &SessionState, _task: TaskId) {}
+    fn on_deallocate(&mut self, _ssn: &SessionState, _task: TaskId) {
+        default_ran(ExtensionPoints::EVENT_HANDLER);
+    }
 }
 
 /// Builds a plugin for one session from its arguments.

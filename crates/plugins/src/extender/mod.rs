@@ -376,6 +376,20 @@ impl Plugin for ExtenderPlugin {
         self.points
     }
 
+    /// Each verb configured adds its point; the event handlers are always there.
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::EVENT_HANDLER
+            | ExtensionPoints::PREDICATE
+            | ExtensionPoints::PRE_PREDICATE
+            | ExtensionPoints::BATCH_NODE_ORDER
+            | ExtensionPoints::PREEMPTABLE
+            | ExtensionPoints::RECLAIMABLE
+            | ExtensionPoints::OVERUSED
+            | ExtensionPoints::JOB_ENQUEUEABLE
+            | ExtensionPoints::JOB_ENQUEUED
+            | ExtensionPoints::JOB_READY
+    }
+
     fn pre_predicate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
         self.searching = Some((task, wire::task(ssn, task)));
         Ok(())

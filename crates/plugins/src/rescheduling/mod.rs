@@ -186,6 +186,11 @@ impl Plugin for Rescheduling {
         }
     }
 
+    /// The victim function, in the sessions where the interval has passed.
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::VICTIM_TASKS
+    }
+
     fn victim_tasks(&self, ssn: &SessionState, tasks: &[TaskId]) -> Vec<TaskId> {
         let Some(thresholds) = &self.args.low_node_utilization else {
             return Vec::new();

@@ -504,6 +504,11 @@ impl Plugin for ResourceStrategyFit {
         points
     }
 
+    /// The proportional check adds the predicate, a scoring strategy the node order.
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::PREDICATE | ExtensionPoints::NODE_ORDER
+    }
+
     fn predicate(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<(), FitError> {
         let Some(proportional) = &self.proportional else {
             return Ok(());
