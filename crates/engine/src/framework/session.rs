@@ -377,17 +377,6 @@ fn build_state(
     let mut jobs: Vec<JobInfo> = Vec::new();
     let mut job_by_uid = HashMap::new();
     let mut events = Vec::new();
-    let pg_ref = |pg: &apis::PodGroup| super::decisions::ObjectRef {
-        kind: "PodGroup",
-        namespace: Some(
-            pg.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_string()),
-        ),
-        name: pg.metadata.name.clone().unwrap_or_default(),
-        uid: pg.metadata.uid.clone().unwrap_or_default(),
-    };
     for (key, pg) in snapshot.pod_groups() {
         let queue_name = if pg.spec.queue.is_empty() {
             default_queue.clone()
@@ -419,52 +408,7 @@ fn build_state(
                 ),
             });
         }
-        let mut job = JobInfo::new(
-            key.clone(),
-            pg.metadata.name.clone().unwrap_or_default(),
-            pg.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_string()),
-            queue_name,
-            pg.spec.min_member,
-        );
-        job.queue = Some(queue);
-        job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
-        job.task_min_available = pg.spec.min_task_member.clone();
-        job.task_min_available_total = pg.spec.min_task_member.values().sum();
-        job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);
-        job.priority_class_name = pg.spec.priority_class_name.clone();
-        job.priority = snapshot.job_priority(&pg.spec.priority_class_name);
-        job.creation = pg.metadata.creation_timestamp.as_ref().map(|t| t.0);
-        let annotations = pg.metadata.annotations.clone().unwrap_or_default();
-        let labels = pg.metadata.labels.as_ref();
-        let stated = annotations
-            .get(apis::keys::PREEMPTABLE)
-            .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)));
-        job.preemptable_stated = stated.is_some();
-        job.preemptable = stated
-            .map(|v| crate::model::task::parse_go_bool(v).unwrap_or(false))
-            .unwrap_or(false);
-        job.revocable_zone = match annotations
-            .get(apis::keys::REVOCABLE_ZONE)
-            .map(String::as_str)
-        {
-            Some("*") => "*".to_string(),
-            Some(_) => String::new(),
-            None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => {
-                "*".to_string()
-            }
-            None => String::new(),
-        };
-        job.annotations = Arc::new(annotations);
-        let status = pg
-            .status
-            .as_ref()
-            .map(job_status_from_api)
-            .unwrap_or_default();
-        job.baseline = Some(status.clone());
-        job.status = status;
+        let job = job_from_pod_group(snapshot, key, pg, queue_name, queue);
         job_by_uid.insert(key.clone(), JobId::from_index(jobs.len()));
         jobs.push(job);
     }
@@ -477,21 +421,8 @@ fn build_state(
             JobLink::Standalone { queue } => match queue_by_name.get(queue) {
                 Some(&qid) if !spec.status.is_completed() || spec.node_name.is_some() => {
                     let id = JobId::from_index(jobs.len());
-                    let name = format!("podgroup-{}", spec.uid);
-                    let uid = format!("{}/{name}", spec.namespace);
-                    let mut job =
-                        JobInfo::new(uid.clone(), name, spec.namespace.clone(), queue.clone(), 1);
-                    job.implicit = true;
-                    job.queue = Some(qid);
-                    let class = spec
-                        .pod
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.priority_class_name.clone())
-                        .unwrap_or_default();
-                    job.priority = snapshot.job_priority(&class);
-                    job.priority_class_name = class;
-                    job.creation = spec.creation;
+                    let job = implicit_job(snapshot, spec, queue, qid);
+                    let uid = job.uid.clone();
                     job_by_uid.insert(uid, id);
                     jobs.push(job);
                     Some(id)
@@ -551,6 +482,103 @@ fn build_state(
         decisions: Decisions::default(),
         last_processed_node_index: 0,
     }
+}
+
+/// The PodGroup as an event's object.
+fn pg_ref(pg: &apis::PodGroup) -> super::decisions::ObjectRef {
+    super::decisions::ObjectRef {
+        kind: "PodGroup",
+        namespace: Some(
+            pg.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+        ),
+        name: pg.metadata.name.clone().unwrap_or_default(),
+        uid: pg.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+/// A PodGroup's job (§2.4), without tasks yet.
+fn job_from_pod_group(
+    snapshot: &Snapshot,
+    key: &str,
+    pg: &apis::PodGroup,
+    queue_name: String,
+    queue: QueueId,
+) -> JobInfo {
+    let mut job = JobInfo::new(
+        key.to_string(),
+        pg.metadata.name.clone().unwrap_or_default(),
+        pg.metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string()),
+        queue_name,
+        pg.spec.min_member,
+    );
+    job.queue = Some(queue);
+    job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
+    job.task_min_available = pg.spec.min_task_member.clone();
+    job.task_min_available_total = pg.spec.min_task_member.values().sum();
+    job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);
+    job.priority_class_name = pg.spec.priority_class_name.clone();
+    job.priority = snapshot.job_priority(&pg.spec.priority_class_name);
+    job.creation = pg.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let annotations = pg.metadata.annotations.clone().unwrap_or_default();
+    let labels = pg.metadata.labels.as_ref();
+    let stated = annotations
+        .get(apis::keys::PREEMPTABLE)
+        .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)));
+    job.preemptable_stated = stated.is_some();
+    job.preemptable = stated
+        .map(|v| crate::model::task::parse_go_bool(v).unwrap_or(false))
+        .unwrap_or(false);
+    job.revocable_zone = match annotations
+        .get(apis::keys::REVOCABLE_ZONE)
+        .map(String::as_str)
+    {
+        Some("*") => "*".to_string(),
+        Some(_) => String::new(),
+        None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => {
+            "*".to_string()
+        }
+        None => String::new(),
+    };
+    job.annotations = Arc::new(annotations);
+    let status = pg
+        .status
+        .as_ref()
+        .map(job_status_from_api)
+        .unwrap_or_default();
+    job.baseline = Some(status.clone());
+    job.status = status;
+    job
+}
+
+/// The one-pod job a standalone pod of ours gets (the PodGroup Volcano's controller would
+/// create for it).
+fn implicit_job(
+    snapshot: &Snapshot,
+    spec: &crate::model::task::TaskSpec,
+    queue: &str,
+    qid: QueueId,
+) -> JobInfo {
+    let name = format!("podgroup-{}", spec.uid);
+    let uid = format!("{}/{name}", spec.namespace);
+    let mut job = JobInfo::new(uid, name, spec.namespace.clone(), queue.to_string(), 1);
+    job.implicit = true;
+    job.queue = Some(qid);
+    let class = spec
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.priority_class_name.clone())
+        .unwrap_or_default();
+    job.priority = snapshot.job_priority(&class);
+    job.priority_class_name = class;
+    job.creation = spec.creation;
+    job
 }
 
 /// The API PodGroup status as the session holds it.
