@@ -162,45 +162,7 @@ impl QueueTree {
             }
         }
 
-        let problems = cuts
-            .iter()
-            .enumerate()
-            .flat_map(|(i, cut)| {
-                let offenders = cut.offenders();
-                let cut_off: Vec<&str> = (0..n)
-                    .filter(|&q| {
-                        reach[q] == Reach::Cut(i) && !offenders.contains(&QueueId::from_index(q))
-                    })
-                    .map(|q| ssn.queues[q].name())
-                    .collect();
-                let name = |q: QueueId| ssn.queue(q).name().to_string();
-                let what = match cut {
-                    Cut::MissingParent { queue, parent } => format!(
-                        "parent queue {parent:?} of queue {:?} does not exist",
-                        name(*queue)
-                    ),
-                    Cut::Cycle(members) => {
-                        // Back to the first queue, to show the loop closing.
-                        let names: Vec<String> =
-                            members.iter().chain(members.first()).map(|&q| name(q)).collect();
-                        format!("the queue parents form a loop: {}", names.join(" -> "))
-                    }
-                };
-                let scope = if cut_off.is_empty() {
-                    String::new()
-                } else {
-                    format!(" nor of the queues below it ({})", cut_off.join(", "))
-                };
-                let message = format!(
-                    "{what}; the capacity plugin schedules no job of this queue{scope} until the hierarchy is fixed"
-                );
-                offenders.into_iter().map(move |queue| TreeProblem {
-                    queue,
-                    reason: REASON_INVALID_HIERARCHY,
-                    message: message.clone(),
-                })
-            })
-            .collect();
+        let problems = describe_cuts(ssn, &cuts, &reach);
 
         QueueTree {
             root,
@@ -210,6 +172,51 @@ impl QueueTree {
             problems,
         }
     }
+}
+
+/// One Warning per queue that cuts the tree (a missing parent, a loop), naming the queues cut
+/// off below it.
+fn describe_cuts(ssn: &SessionState, cuts: &[Cut], reach: &[Reach]) -> Vec<TreeProblem> {
+    let n = reach.len();
+    cuts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, cut)| {
+            let offenders = cut.offenders();
+            let cut_off: Vec<&str> = (0..n)
+                .filter(|&q| {
+                    reach[q] == Reach::Cut(i) && !offenders.contains(&QueueId::from_index(q))
+                })
+                .map(|q| ssn.queues[q].name())
+                .collect();
+            let name = |q: QueueId| ssn.queue(q).name().to_string();
+            let what = match cut {
+                Cut::MissingParent { queue, parent } => format!(
+                    "parent queue {parent:?} of queue {:?} does not exist",
+                    name(*queue)
+                ),
+                Cut::Cycle(members) => {
+                    // Back to the first queue, to show the loop closing.
+                    let names: Vec<String> =
+                        members.iter().chain(members.first()).map(|&q| name(q)).collect();
+                    format!("the queue parents form a loop: {}", names.join(" -> "))
+                }
+            };
+            let scope = if cut_off.is_empty() {
+                String::new()
+            } else {
+                format!(" nor of the queues below it ({})", cut_off.join(", "))
+            };
+            let message = format!(
+                "{what}; the capacity plugin schedules no job of this queue{scope} until the hierarchy is fixed"
+            );
+            offenders.into_iter().map(move |queue| TreeProblem {
+                queue,
+                reason: REASON_INVALID_HIERARCHY,
+                message: message.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Pushes the tree problems as Warning events on their queues, and logs them.
