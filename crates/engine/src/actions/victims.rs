@@ -344,12 +344,18 @@ pub(super) fn take_back_risk(
     None
 }
 
-/// Whether allocate would serve the victim's job at all: a job that fails `JobValid` (e.g. a
-/// gang with fewer pods than its minimum) is skipped, so it cannot take anything back.
+/// Whether allocate would serve the victim's job at all in the next session, with the evicted
+/// pods recreated: a gang with fewer live pods than its minimum fails `JobValid` and is skipped,
+/// so it cannot take anything back. (Counted here rather than asked of `JobValid`, which would
+/// see the victims of this very eviction as gone and call a whole gang invalid.)
 fn served(ssn: &Session, victim: TaskId) -> bool {
-    ssn.state
-        .job_of(victim)
-        .is_some_and(|j| ssn.job_valid(j).is_none())
+    let Some(j) = ssn.state.job_of(victim) else {
+        return false;
+    };
+    let job = ssn.state.job(j);
+    let finished = job.count(TaskStatus::Succeeded) + job.count(TaskStatus::Failed);
+    let live = job.tasks.len().saturating_sub(finished as usize);
+    i64::try_from(live).unwrap_or(i64::MAX) >= i64::from(job.min_available)
 }
 
 /// Rule 3, second half: the next allocate serves other pending tasks before `preemptor` —
