@@ -400,7 +400,13 @@ fn check(pods: &BTreeMap<String, PodFacts>, report: &Report) -> Result<(), Strin
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
+    // A fixed seed keeps `make test` reproducible; PROPTEST_RNG_SEED is not read here, so to
+    // explore more clusters raise PROPTEST_CASES or change the seed.
+    #![proptest_config(ProptestConfig {
+        cases: CASES,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed_14),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn evictions_last_and_never_ping_pong(cluster in cluster_gen()) {
