@@ -284,17 +284,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // One identity for the process: the Lease holder, the events' reporting instance and the
     // prefix of session UIDs (PodGroup condition transitionIDs) all name this replica.
     let identity = leader::default_identity();
-    let mut leader_cfg = LeaderConfig {
-        namespace: args
-            .leader_elect_resource_namespace
-            .clone()
-            .unwrap_or_default(),
-        name: args.leader_elect_resource_name.clone(),
-        identity: identity.clone(),
-        lease_duration: args.leader_elect_lease_duration,
-        renew_deadline: args.leader_elect_renew_deadline,
-        retry_period: args.leader_elect_retry_period,
-    };
+    let mut leader_cfg = leader_config(&args, &identity);
     let metrics = Metrics::new();
     // Every write checks it just before it is sent: only a replica that renewed its Lease within
     // the renew deadline writes, whatever the session loop believes.
@@ -338,8 +328,104 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         let _ = rx.wait_for(|s| *s).await;
     };
 
-    // HTTP servers: every replica serves them, leader or not.
+    // HTTP servers and the node-load collector: every replica runs them, leader or not.
     let (conf_tx, conf_rx) = watch::channel(conf.current());
+    let mut servers = spawn_servers(
+        (listen, debug_addr, healthz),
+        &metrics,
+        &health,
+        &shared,
+        conf_rx,
+        &shutdown_rx,
+    )
+    .await?;
+
+    // Watchers.
+    let (problems_tx, problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
+    let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);
+
+    // Leader election. The lease is released only after in-flight writes have drained, so a
+    // standby never writes while we still do.
+    let (leader_tx, leader_rx) = watch::channel(!args.leader_elect);
+    health.set_fence(fence.clone());
+    let (release_tx, release_rx) = watch::channel(false);
+    let elector = if args.leader_elect {
+        let c = client.clone();
+        Some(tokio::spawn(leader::run(
+            c,
+            leader_cfg,
+            leader_tx,
+            fence.clone(),
+            wait_shutdown(release_rx),
+        )))
+    } else {
+        None
+    };
+
+    let executor = build_executor(&args, &client, &shared, limiter, &metrics, &identity);
+    let session_options = session_options(&args)?;
+    let registry = Arc::new(registry);
+
+    let signal = tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        let _ = shutdown_tx.send(true);
+    });
+
+    wait_synced(&shared, &health, shutdown_rx.clone()).await;
+
+    let sink: Arc<dyn WriteSink> = Arc::new(executor.clone());
+    let mut scheduler = Scheduler::new(SchedulerParts {
+        shared: shared.clone(),
+        sink: sink.clone(),
+        conf,
+        registry,
+        session_options,
+        leader: Box::new(FencedLeader {
+            elected: leader_rx,
+            fence: fence.clone(),
+        }),
+        metrics: metrics.clone(),
+        clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+        identity,
+        default_queue: args.default_queue.clone(),
+        self_ref: self_reference(&args, &lease_namespace),
+        period: args.schedule_period,
+    })
+    .with_problems(problems_rx)
+    .with_health(health.clone())
+    .with_conf_updates(conf_tx);
+    let result = scheduler.run(shutdown_rx.clone()).await;
+
+    // Shutdown: let in-flight writes finish (bounded), then release the lease.
+    if !sink.drain(Duration::from_secs(10)).await {
+        tracing::warn!("in-flight writes did not finish within 10s");
+    }
+    let _ = release_tx.send(true);
+    if let Some(e) = elector {
+        let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
+    }
+    for w in watchers {
+        w.abort();
+    }
+    signal.abort();
+    servers.abort_all();
+    result
+}
+
+/// Starts the metrics, debug-state and health servers and the node-load collector. A port
+/// that cannot be bound aborts start-up.
+async fn spawn_servers(
+    (listen, debug_addr, healthz): (SocketAddr, Option<SocketAddr>, SocketAddr),
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+    shared: &Arc<Shared>,
+    conf_rx: watch::Receiver<Arc<engine::conf::SchedulerConf>>,
+    shutdown_rx: &watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinSet<()>> {
+    let wait_shutdown = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
     let mut servers = tokio::task::JoinSet::new();
     {
         let (m, h, rx) = (metrics.clone(), health.clone(), shutdown_rx.clone());
@@ -384,30 +470,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         });
     }
+    Ok(servers)
+}
 
-    // Watchers.
-    let (problems_tx, problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
-    let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);
-
-    // Leader election. The lease is released only after in-flight writes have drained, so a
-    // standby never writes while we still do.
-    let (leader_tx, leader_rx) = watch::channel(!args.leader_elect);
-    health.set_fence(fence.clone());
-    let (release_tx, release_rx) = watch::channel(false);
-    let elector = if args.leader_elect {
-        let c = client.clone();
-        Some(tokio::spawn(leader::run(
-            c,
-            leader_cfg,
-            leader_tx,
-            fence.clone(),
-            wait_shutdown(release_rx),
-        )))
-    } else {
-        None
-    };
-
-    let executor = Arc::new(Executor::new(
+/// The executor that writes binds, evictions, statuses and events.
+fn build_executor(
+    args: &RunArgs,
+    client: &kube::Client,
+    shared: &Arc<Shared>,
+    limiter: Arc<RateLimiter>,
+    metrics: &Arc<Metrics>,
+    identity: &str,
+) -> Arc<Executor> {
+    Arc::new(Executor::new(
         client.clone(),
         shared.clone(),
         limiter,
@@ -419,14 +494,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 .first()
                 .cloned()
                 .unwrap_or_else(|| "volcano-rs".into()),
-            instance: std::env::var("POD_NAME").unwrap_or_else(|_| identity.clone()),
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| identity.to_string()),
         },
-    ));
-    let session_options = SessionOptions {
+    ))
+}
+
+/// The session options from the command line (and the process's local time zone).
+fn session_options(args: &RunArgs) -> anyhow::Result<SessionOptions> {
+    Ok(SessionOptions {
         minimum_feasible_nodes: args.minimum_feasible_nodes as usize,
         minimum_percentage_nodes_to_find: args.minimum_percentage_nodes_to_find as usize,
         percentage_nodes_to_find: args.percentage_nodes_to_find as usize,
-        scheduler_name: executor_name(&args),
+        scheduler_name: executor_name(args),
         http: Some(Arc::new(
             cluster::http_caller::ReqwestCaller::new().map_err(|e| anyhow::anyhow!(e))?,
         )),
@@ -436,17 +515,27 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             tracing::warn!(error = %e, "no local time zone; time windows are read in UTC");
             k8s_openapi::jiff::tz::TimeZone::UTC
         }),
-    };
-    let registry = Arc::new(registry);
+    })
+}
 
-    let signal = tokio::spawn(async move {
-        shutdown_signal().await;
-        tracing::info!("shutting down");
-        let _ = shutdown_tx.send(true);
-    });
+/// The Lease settings from the command line; an empty namespace is filled in once the client
+/// knows its own.
+fn leader_config(args: &RunArgs, identity: &str) -> LeaderConfig {
+    LeaderConfig {
+        namespace: args
+            .leader_elect_resource_namespace
+            .clone()
+            .unwrap_or_default(),
+        name: args.leader_elect_resource_name.clone(),
+        identity: identity.to_string(),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    }
+}
 
-    // Wait for every watch to list once.
-    let mut shutdown = shutdown_rx.clone();
+/// Waits until every watch has listed once (or shutdown), then reports the caches synced.
+async fn wait_synced(shared: &Shared, health: &Health, mut shutdown: watch::Receiver<bool>) {
     while !shared.all_synced() {
         tokio::select! {
             _ = shared.sync_done.notified() => {}
@@ -460,44 +549,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     health.synced.store(true, Ordering::SeqCst);
     tracing::info!("caches synced");
-
-    let sink: Arc<dyn WriteSink> = Arc::new(executor.clone());
-    let mut scheduler = Scheduler::new(SchedulerParts {
-        shared: shared.clone(),
-        sink: sink.clone(),
-        conf,
-        registry,
-        session_options,
-        leader: Box::new(FencedLeader {
-            elected: leader_rx,
-            fence: fence.clone(),
-        }),
-        metrics: metrics.clone(),
-        clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
-        identity,
-        default_queue: args.default_queue.clone(),
-        self_ref: self_reference(&args, &lease_namespace),
-        period: args.schedule_period,
-    })
-    .with_problems(problems_rx)
-    .with_health(health.clone())
-    .with_conf_updates(conf_tx);
-    let result = scheduler.run(shutdown_rx.clone()).await;
-
-    // Shutdown: let in-flight writes finish (bounded), then release the lease.
-    if !sink.drain(Duration::from_secs(10)).await {
-        tracing::warn!("in-flight writes did not finish within 10s");
-    }
-    let _ = release_tx.send(true);
-    if let Some(e) = elector {
-        let _ = tokio::time::timeout(Duration::from_secs(5), e).await;
-    }
-    for w in watchers {
-        w.abort();
-    }
-    signal.abort();
-    servers.abort_all();
-    result
 }
 
 fn executor_name(args: &RunArgs) -> String {
