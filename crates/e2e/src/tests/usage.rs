@@ -263,16 +263,27 @@ async fn run(env: Env) -> Result<()> {
     )?;
     let conf = conf_path.display().to_string();
     let daemon = ctx.daemon(&["--scheduler-conf", &conf]).await?;
-    ctx.wait_for("a successful node-load collection", SHORT, || async {
-        let ok = collections(&daemon, "ok")
-            .map_err(|e| format!("{e:#}"))
-            .await?;
-        if ok >= 1.0 {
-            Ok(())
-        } else {
-            Err("none yet".to_string())
-        }
-    })
+    // A collection can succeed before Prometheus has a sample of every node; wait until the
+    // last one reported all three, or the first pod may be placed without their loads.
+    ctx.wait_for(
+        "a node-load collection covering the three nodes",
+        SHORT,
+        || async {
+            let ok = collections(&daemon, "ok")
+                .map_err(|e| format!("{e:#}"))
+                .await?;
+            let text = daemon.metrics().map_err(|e| format!("{e:#}")).await?;
+            let nodes =
+                Daemon::metric_value(&text, "volcano_node_metrics_nodes", &[]).unwrap_or(0.0);
+            if ok >= 1.0 && nodes >= 3.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{ok} successful collections, the last with {nodes} nodes"
+                ))
+            }
+        },
+    )
     .await?;
 
     // The least-used node wins.
