@@ -100,7 +100,7 @@ pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
 pub fn new(args: &Arguments) -> Box<dyn Plugin> {
     Box::new(Tdm {
         args: parse_args(args).0,
-        time_zone: TimeZone::UTC,
+        zones_open: BTreeMap::new(),
     })
 }
 
@@ -159,15 +159,17 @@ pub fn window_open(window: &str, now: Timestamp, tz: &TimeZone) -> Result<(), St
 
 struct Tdm {
     args: TdmArgs,
-    time_zone: TimeZone,
+    /// Each configured zone: open, or why not — settled once at session open, since the
+    /// session has one clock (the predicate and score ask per task and node).
+    zones_open: BTreeMap<String, Result<(), String>>,
 }
 
 impl Tdm {
-    fn zone_open(&self, ssn: &SessionState, zone: &str) -> Result<(), String> {
-        let Some(window) = self.args.zones.get(zone) else {
-            return Err(format!("revocable zone {zone} not support"));
-        };
-        window_open(window, ssn.now, &self.time_zone)
+    fn zone_open(&self, zone: &str) -> Result<(), String> {
+        match self.zones_open.get(zone) {
+            Some(open) => open.clone(),
+            None => Err(format!("revocable zone {zone} not support")),
+        }
     }
 
     /// How many more of the job's pods may go (`getMaxPodEvictNum`).
@@ -237,7 +239,13 @@ impl Plugin for Tdm {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
-        self.time_zone = ssn.options.time_zone.clone();
+        let tz = &ssn.options.time_zone;
+        self.zones_open = self
+            .args
+            .zones
+            .iter()
+            .map(|(zone, window)| (zone.clone(), window_open(window, ssn.now, tz)))
+            .collect();
     }
 
     fn extension_points(&self) -> ExtensionPoints {
@@ -255,7 +263,7 @@ impl Plugin for Tdm {
         if zone.is_empty() {
             return Ok(());
         }
-        self.zone_open(ssn, zone).map_err(fit_error)?;
+        self.zone_open(zone).map_err(fit_error)?;
         if ssn.task(task).spec.revocable_zone.is_empty() {
             return Err(fit_error(NOT_ALLOWED.to_string()));
         }
@@ -267,7 +275,7 @@ impl Plugin for Tdm {
         if zone.is_empty() {
             return Ok(0.0);
         }
-        self.zone_open(ssn, zone)?;
+        self.zone_open(zone)?;
         Ok(if ssn.task(task).spec.revocable_zone.is_empty() {
             0.0
         } else {
@@ -306,7 +314,7 @@ impl Plugin for Tdm {
         }
         let mut candidates = Vec::new();
         for zone in self.args.zones.keys() {
-            if self.zone_open(ssn, zone).is_ok() {
+            if self.zone_open(zone).is_ok() {
                 continue;
             }
             for n in ssn
