@@ -483,7 +483,7 @@ status:
   phase: Running
   running: 1
 "#;
-        let pg: PodGroup = serde_yaml::from_str(yaml).expect("valid PodGroup YAML");
+        let pg: PodGroup = serde_saphyr::from_str(yaml).expect("valid PodGroup YAML");
         assert_eq!(
             pg.metadata.namespace.as_deref(),
             Some("default"),

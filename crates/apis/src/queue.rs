@@ -468,7 +468,7 @@ status:
   running: 2
   state: Open
 "#;
-        let queue: Queue = serde_yaml::from_str(yaml).expect("valid Queue YAML");
+        let queue: Queue = serde_saphyr::from_str(yaml).expect("valid Queue YAML");
         assert_eq!(queue.metadata.name.as_deref(), Some("default"));
         assert_eq!(queue.spec.weight, 1);
         assert_eq!(queue.spec.parent, ROOT_QUEUE);

@@ -60,7 +60,7 @@ impl NodeUsageDocument {
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 fn push<T: Serialize>(out: &mut String, obj: &T) {
-    match serde_yaml::to_string(obj) {
+    match serde_saphyr::to_string(obj) {
         Ok(doc) => {
             out.push_str("---\n");
             out.push_str(&doc);
@@ -170,7 +170,6 @@ pub fn dump_yaml(state: &ClusterState, conf: Option<&SchedulerConf>) -> String {
 mod tests {
     use super::*;
     use engine::state::StateOptions;
-    use serde::Deserialize;
 
     fn state_with_secret_pod() -> ClusterState {
         let mut s = ClusterState::new(StateOptions::default());
@@ -201,10 +200,8 @@ mod tests {
         s
     }
 
-    fn documents(text: &str) -> Vec<serde_yaml::Value> {
-        serde_yaml::Deserializer::from_str(text)
-            .map(|d| serde_yaml::Value::deserialize(d).expect("yaml"))
-            .collect()
+    fn documents(text: &str) -> Vec<serde_json::Value> {
+        serde_saphyr::from_multiple(text).expect("yaml")
     }
 
     #[test]
@@ -230,7 +227,7 @@ mod tests {
             .iter()
             .find(|d| d["kind"].as_str() == Some(NODE_USAGE_KIND))
             .expect("a NodeUsage document");
-        let read: NodeUsageDocument = serde_yaml::from_value(doc.clone()).expect("decodes");
+        let read: NodeUsageDocument = serde_json::from_value(doc.clone()).expect("decodes");
         assert_eq!(read, NodeUsageDocument::new("n1", &usage));
     }
 
@@ -244,7 +241,7 @@ mod tests {
             "DB_PASSWORD",
             "FROM_SECRET",
             "secretKeyRef",
-            "cpu: '1'",
+            "cpu: \"1\"",
             "keep: me",
         ] {
             assert!(text.contains(kept), "{kept} missing from {text}");

@@ -73,11 +73,17 @@ fn read_optional(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
+/// Scenario files are read as the simulator reads cluster files: only `true`/`false` are booleans.
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! { strict_booleans: true }
+}
+
 /// Runs the simulator on a case: the report as pretty JSON (what `--format json` prints), or
 /// the simulator's error message. The outer error is a broken case folder.
 fn simulate_case(dir: &Path) -> Result<Result<String, String>, String> {
     let args: Args = match read_optional(&dir.join("args.yaml"))? {
-        Some(text) => serde_yaml::from_str(&text).map_err(|e| format!("args.yaml: {e}"))?,
+        Some(text) => serde_saphyr::from_str_with_options(&text, yaml_options())
+            .map_err(|e| format!("args.yaml: {e}"))?,
         None => Args::default(),
     };
     let now: Timestamp = args
@@ -143,10 +149,11 @@ fn check_case(dir: &Path) -> Vec<String> {
         )],
         (None, Some(_), Err(got)) => vec![format!("the simulation failed: {got}")],
         (None, Some(expected), Ok(json)) => {
-            let expected: Value = match serde_yaml::from_str(&expected) {
-                Ok(v) => v,
-                Err(e) => return vec![format!("expected.yaml: {e}")],
-            };
+            let expected: Value =
+                match serde_saphyr::from_str_with_options(&expected, yaml_options()) {
+                    Ok(v) => v,
+                    Err(e) => return vec![format!("expected.yaml: {e}")],
+                };
             let actual: Value = match serde_json::from_str(&json) {
                 Ok(v) => v,
                 Err(e) => return vec![format!("the report is not JSON: {e}")],

@@ -42,6 +42,9 @@ use anyhow::anyhow;
 use engine::conf::{DEFAULT_SCHEDULER_CONF, KnownNames, Parsed, SchedulerConf, parse};
 use tracing::{info, warn};
 
+/// Stack for the thread that parses a configuration (see where it is spawned).
+const PARSE_STACK_BYTES: usize = 16 << 20;
+
 /// Bounds on one look at the file; [`Default`] gives the daemon's.
 #[derive(Clone, Debug)]
 pub struct ReloadLimits {
@@ -59,7 +62,7 @@ impl Default for ReloadLimits {
     fn default() -> Self {
         ReloadLimits {
             max_bytes: 1 << 20,
-            max_depth: 64,
+            max_depth: engine::conf::MAX_DEPTH,
             timeout: Duration::from_secs(5),
             check_interval: Duration::from_secs(1),
         }
@@ -349,6 +352,9 @@ fn look(
         let (max_bytes, max_depth) = (limits.max_bytes, limits.max_depth);
         std::thread::Builder::new()
             .name("conf-read".into())
+            // The parser recurses once per nesting level with large frames in debug builds;
+            // room to spare beyond the default 2 MiB.
+            .stack_size(PARSE_STACK_BYTES)
             .spawn(move || {
                 let bytes = read::read_bounded(&path, max_bytes);
                 let seen = match &bytes {

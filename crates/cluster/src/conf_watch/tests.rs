@@ -352,7 +352,7 @@ fn a_nested_bracket_bomb_is_refused_fast() {
     assert_eq!(
         err,
         format!(
-            "{}: line 1: nested deeper than the limit of 64 levels; the file is not parsed",
+            "{}: line 1: nested deeper than the limit of 32 levels; the file is not parsed",
             path.display()
         )
     );
@@ -373,10 +373,10 @@ fn a_nested_bracket_bomb_is_refused_fast() {
 
     // Just within the limit is parsed (and refused by the parser: actions is not a string);
     // one more level is not parsed.
-    dir.write("scheduler.conf", nested_brackets(63));
+    dir.write("scheduler.conf", nested_brackets(31));
     assert!(refusal(&mut source).contains(": actions: "));
-    dir.write("scheduler.conf", nested_brackets(64));
-    assert!(refusal(&mut source).contains("line 1: nested deeper than the limit of 64"));
+    dir.write("scheduler.conf", nested_brackets(32));
+    assert!(refusal(&mut source).contains("line 1: nested deeper than the limit of 32"));
 }
 
 /// Deep block indentation counts like brackets.
@@ -390,7 +390,7 @@ fn deep_indentation_is_refused() {
     let path = dir.write("scheduler.conf", &text);
     let err = load(&path).unwrap_err().to_string();
     assert!(
-        err.ends_with("nested deeper than the limit of 64 levels; the file is not parsed"),
+        err.ends_with("nested deeper than the limit of 32 levels; the file is not parsed"),
         "{err}"
     );
 }
@@ -485,19 +485,22 @@ fn a_directory_is_refused() {
 fn a_parse_past_the_timeout_is_abandoned() {
     let dir = TempDir::new("timeout");
     let path = dir.write("scheduler.conf", V1);
-    // The depth check off, so that the parser gets a file it takes seconds over.
+    // A list of 200,000 names (600 KB, within the size and node limits) takes the parser far
+    // longer than 10 ms.
     let limits = ReloadLimits {
-        max_depth: usize::MAX,
-        timeout: Duration::from_millis(100),
+        timeout: Duration::from_millis(10),
         ..fast()
     };
     let mut source = ConfSource::load_with(Some(path.clone()), &KNOWN, limits).unwrap();
-    dir.write("scheduler.conf", "[".repeat(50_000));
+    dir.write(
+        "scheduler.conf",
+        format!("actions: [{}]\n", "x, ".repeat(200_000)),
+    );
     let error = refusal(&mut source);
     assert_eq!(
         error,
         format!(
-            "{}: reading and parsing took longer than the limit of 100ms; abandoned",
+            "{}: reading and parsing took longer than the limit of 10ms; abandoned",
             path.display()
         )
     );

@@ -7,31 +7,22 @@
 //! [`ArgError`] (destination unchanged) when the value has the wrong type. Volcano logs a warning in
 //! that last case and keeps the default; here the caller decides how to report it.
 //!
-//! Scalar typing follows the YAML 1.1 rules of Volcano's decoder as far as our YAML 1.2 parser
-//! allows:
-//!
-//! * integers become [`ArgValue::Int`], or [`ArgValue::Uint`] above `i64::MAX`;
-//! * floats become [`ArgValue::Float`];
-//! * `true`/`false` and the YAML 1.1 words `y/n/yes/no/on/off` (lower, Capitalised or UPPER case)
-//!   become [`ArgValue::Bool`]. Our parser cannot tell a quoted `"yes"` from a plain `yes`, so a
-//!   quoted YAML 1.1 word is a boolean too (in Volcano it would stay a string). A quoted `"true"`
-//!   stays a string, as in Volcano;
-//! * YAML 1.1-only number spellings (`012` as octal, `1_000`, `1:30`) stay strings;
-//! * `~`, `null` and empty values become [`ArgValue::Null`];
-//! * lists become [`ArgValue::List`], nested mappings [`ArgValue::Map`] with their keys typed the
-//!   same way (insertion order kept);
-//! * top-level argument keys are always strings: a non-string scalar key is taken as its text,
-//!   as Volcano's decoder does for `map[string]interface{}`.
+//! Scalar typing is Volcano's YAML 1.1 typing, done by the parser (see [`super::yaml`]):
+//! integers become [`ArgValue::Int`] (or [`ArgValue::Uint`] above `i64::MAX`), floats
+//! [`ArgValue::Float`], the plain boolean words [`ArgValue::Bool`], `~`/`null`/empty
+//! [`ArgValue::Null`], lists [`ArgValue::List`] and nested mappings [`ArgValue::Map`] with their
+//! keys typed the same way (document order kept). Top-level argument keys are always strings: a
+//! non-string scalar key is taken as its text, as Volcano's decoder does for
+//! `map[string]interface{}`.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
-use serde_yaml::Value;
 
 use super::ConfError;
-use super::parse::{describe, scalar_text, yaml11_extra_bool};
 use super::values::quoted;
+use super::yaml::{self, Node};
 
 /// The arguments of one plugin option or one action configuration, keyed by argument name.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -191,49 +182,46 @@ impl Arguments {
         let Some(value) = self.get(key) else {
             return Ok(None);
         };
-        serde_yaml::from_value(value.to_yaml())
-            .map(Some)
-            .map_err(|e| ArgError {
-                key: key.to_owned(),
-                message: e.to_string(),
-            })
+        yaml::decode(value).map(Some).map_err(|message| ArgError {
+            key: key.to_owned(),
+            message,
+        })
     }
 
     /// Reads an `arguments:` mapping; `path` names it in errors. `null` is an empty map.
-    pub(crate) fn from_yaml(value: &Value, path: &str) -> Result<Self, ConfError> {
-        let mapping = match value {
-            Value::Null => return Ok(Self::default()),
-            Value::Mapping(m) => m,
-            Value::Tagged(t) => return Self::from_yaml(&t.value, path),
+    pub(crate) fn from_node(node: &Node, path: &str) -> Result<Self, ConfError> {
+        let entries = match node {
+            Node::Map(entries) => entries,
+            null if null.is_null() => return Ok(Self::default()),
             other => {
                 return Err(ConfError::new(
                     path,
                     format!(
                         "expected a mapping of argument names to values, found {}",
-                        describe(other)
+                        other.describe()
                     ),
                 ));
             }
         };
         let mut args = Self::default();
-        for (key, value) in mapping {
-            let Some(key) = scalar_text(key) else {
+        for (key, value) in entries {
+            let Some(key) = key.text() else {
                 return Err(ConfError::new(
                     path,
-                    format!("argument names must be scalars, found {}", describe(key)),
+                    format!("argument names must be scalars, found {}", key.describe()),
                 ));
             };
-            args.0.insert(key, ArgValue::from_yaml(value));
+            args.0.insert(key, value.value());
         }
         Ok(args)
     }
 
-    /// The YAML mapping that [`Arguments::from_yaml`] reads back into `self`.
-    pub(crate) fn to_yaml(&self) -> Value {
-        Value::Mapping(
+    /// The mapping that [`Arguments::from_node`] reads back into `self`.
+    pub(crate) fn to_value(&self) -> ArgValue {
+        ArgValue::Map(
             self.0
                 .iter()
-                .map(|(k, v)| (Value::String(k.clone()), v.to_yaml()))
+                .map(|(k, v)| (ArgValue::Str(k.clone()), v.clone()))
                 .collect(),
         )
     }
@@ -317,50 +305,13 @@ impl ArgValue {
         }
     }
 
-    pub(crate) fn from_yaml(value: &Value) -> Self {
-        match value {
-            Value::Null => ArgValue::Null,
-            Value::Bool(b) => ArgValue::Bool(*b),
-            Value::Number(n) => {
-                if let Some(i) = n.as_i64() {
-                    ArgValue::Int(i)
-                } else if let Some(u) = n.as_u64() {
-                    ArgValue::Uint(u)
-                } else {
-                    // serde_yaml numbers are always one of i64, u64 or f64.
-                    ArgValue::Float(n.as_f64().unwrap_or(f64::NAN))
-                }
-            }
-            Value::String(s) => match yaml11_extra_bool(s) {
-                Some(b) => ArgValue::Bool(b),
-                None => ArgValue::Str(s.clone()),
-            },
-            Value::Sequence(items) => ArgValue::List(items.iter().map(Self::from_yaml).collect()),
-            Value::Mapping(m) => ArgValue::Map(
-                m.iter()
-                    .map(|(k, v)| (Self::from_yaml(k), Self::from_yaml(v)))
-                    .collect(),
-            ),
-            // Application tags carry no meaning for Volcano's decoder either.
-            Value::Tagged(t) => Self::from_yaml(&t.value),
-        }
-    }
-
-    pub(crate) fn to_yaml(&self) -> Value {
+    /// The literal text of a scalar (null is the empty string); `None` for lists and mappings.
+    pub fn scalar_text(&self) -> Option<String> {
         match self {
-            ArgValue::Null => Value::Null,
-            ArgValue::Bool(b) => Value::Bool(*b),
-            ArgValue::Int(i) => Value::Number((*i).into()),
-            ArgValue::Uint(u) => Value::Number((*u).into()),
-            ArgValue::Float(f) => Value::Number((*f).into()),
-            ArgValue::Str(s) => Value::String(s.clone()),
-            ArgValue::List(items) => Value::Sequence(items.iter().map(Self::to_yaml).collect()),
-            ArgValue::Map(entries) => Value::Mapping(
-                entries
-                    .iter()
-                    .map(|(k, v)| (k.to_yaml(), v.to_yaml()))
-                    .collect(),
-            ),
+            ArgValue::Null => Some(String::new()),
+            ArgValue::Str(s) => Some(s.clone()),
+            ArgValue::List(_) | ArgValue::Map(_) => None,
+            scalar => Some(scalar.to_string()),
         }
     }
 }
@@ -442,9 +393,12 @@ fn go_parse_bool(s: &str) -> Option<bool> {
 mod tests {
     use super::*;
 
-    fn args_from(yaml: &str) -> Arguments {
-        let value: Value = serde_yaml::from_str(yaml).expect("test YAML is valid");
-        Arguments::from_yaml(&value, "arguments").expect("test arguments are valid")
+    fn node(text: &str) -> Node {
+        yaml::parse_document(text).expect("test YAML is valid")
+    }
+
+    fn args_from(text: &str) -> Arguments {
+        Arguments::from_node(&node(text), "arguments").expect("test arguments are valid")
     }
 
     #[test]
@@ -452,7 +406,7 @@ mod tests {
         let args = args_from(
             "i: 10\nneg: -3\nhex: 0x1F\nbig: 18446744073709551615\nf: 0.5\ne: 1e3\n\
              t: true\ny: yes\nOff: Off\nq: \"true\"\ns: text\nn: ~\nempty:\noct: 012\n\
-             list: [1, a]\nmap: {nvidia.com/gpu: {weight: 5}}\n7: seven\n",
+             list: [1, a]\nmap: {nvidia.com/gpu: {weight: 5}}\n7: seven\n012: twelve\n",
         );
         assert_eq!(args.get("i"), Some(&ArgValue::Int(10)));
         assert_eq!(args.get("neg"), Some(&ArgValue::Int(-3)));
@@ -462,13 +416,16 @@ mod tests {
         assert_eq!(args.get("e"), Some(&ArgValue::Float(1000.0)));
         assert_eq!(args.get("t"), Some(&ArgValue::Bool(true)));
         assert_eq!(args.get("y"), Some(&ArgValue::Bool(true)));
-        // The key is a string at the top level even though `Off` is a YAML 1.1 boolean word.
+        // The key is its literal text at the top level even though `Off` is a YAML 1.1 boolean
+        // word (and `012` an octal number).
         assert_eq!(args.get("Off"), Some(&ArgValue::Bool(false)));
+        assert_eq!(args.get("012"), Some(&ArgValue::Str("twelve".into())));
         assert_eq!(args.get("q"), Some(&ArgValue::Str("true".into())));
         assert_eq!(args.get("s"), Some(&ArgValue::Str("text".into())));
         assert_eq!(args.get("n"), Some(&ArgValue::Null));
         assert_eq!(args.get("empty"), Some(&ArgValue::Null));
-        assert_eq!(args.get("oct"), Some(&ArgValue::Str("012".into())));
+        // Octal, as Go's YAML 1.1 decoder reads it.
+        assert_eq!(args.get("oct"), Some(&ArgValue::Int(10)));
         assert_eq!(
             args.get("list"),
             Some(&ArgValue::List(vec![ArgValue::Int(1), "a".into()]))
@@ -574,15 +531,14 @@ mod tests {
 
     #[test]
     fn non_mapping_arguments_and_complex_keys_are_errors() {
-        let list: Value = serde_yaml::from_str("[a, b]").expect("valid");
-        let err = Arguments::from_yaml(&list, "tiers[0].plugins[0].arguments").expect_err("list");
+        let err = Arguments::from_node(&node("[a, b]"), "tiers[0].plugins[0].arguments")
+            .expect_err("list");
         assert_eq!(err.path, "tiers[0].plugins[0].arguments");
         assert!(err.message.contains("found a list"), "{}", err.message);
 
-        let complex: Value = serde_yaml::from_str("? [a]\n: 1\n").expect("valid");
-        assert!(Arguments::from_yaml(&complex, "arguments").is_err());
+        assert!(Arguments::from_node(&node("? [a]\n: 1\n"), "arguments").is_err());
         assert_eq!(
-            Arguments::from_yaml(&Value::Null, "arguments"),
+            Arguments::from_node(&node("~"), "arguments"),
             Ok(Arguments::new())
         );
     }
@@ -591,7 +547,8 @@ mod tests {
     fn yaml_conversion_round_trips() {
         let args =
             args_from("a: 1\nb: [x, 2.5, ~]\nc: {k: {d: true}, 3: v}\nbig: 18446744073709551615\n");
-        let back = Arguments::from_yaml(&args.to_yaml(), "arguments").expect("round trip");
+        let text = yaml::render(&args.to_value());
+        let back = Arguments::from_node(&node(&text), "arguments").expect("round trip");
         assert_eq!(back, args);
     }
 

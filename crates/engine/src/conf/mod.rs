@@ -62,16 +62,19 @@ pub mod duration;
 pub mod go_decode;
 mod parse;
 pub mod values;
+mod yaml;
 
 use std::collections::BTreeMap;
 use std::fmt;
-
-use serde_yaml::{Mapping, Value};
 
 pub use arguments::{ArgError, ArgValue, Arguments};
 pub use duration::parse_go_duration;
 pub use parse::parse;
 pub use values::{ArgWarning, ArgumentCheck, MAX_WEIGHT, clamp_weight, quoted, shorten};
+
+/// The deepest nesting a configuration document may have. Volcano's own files need 7 levels; the
+/// parser's stack use grows with each one.
+pub const MAX_DEPTH: usize = 32;
 
 /// Volcano's embedded configuration, used when no file is given (§1.8).
 ///
@@ -400,24 +403,27 @@ impl PluginOption {
         self
     }
 
-    fn to_yaml(&self) -> Value {
-        let mut map = Mapping::new();
-        map.insert("name".into(), self.name.as_str().into());
+    fn to_value(&self) -> ArgValue {
+        let mut map = vec![entry("name", self.name.as_str().into())];
         if self.enable_hierarchy {
-            map.insert("enableHierarchy".into(), true.into());
+            map.push(entry("enableHierarchy", true.into()));
         }
         // Only flags that differ from their default, so the output reads like a hand-written file.
         for gate in Gate::ALL {
             let on = self.is_enabled(gate);
             if on != gate.default_enabled() {
-                map.insert(gate.yaml_key().into(), on.into());
+                map.push(entry(gate.yaml_key(), on.into()));
             }
         }
         if !self.arguments.is_empty() {
-            map.insert("arguments".into(), self.arguments.to_yaml());
+            map.push(entry("arguments", self.arguments.to_value()));
         }
-        Value::Mapping(map)
+        ArgValue::Map(map)
     }
+}
+
+fn entry(key: &str, value: ArgValue) -> (ArgValue, ArgValue) {
+    (ArgValue::Str(key.to_owned()), value)
 }
 
 impl SchedulerConf {
@@ -469,46 +475,39 @@ impl SchedulerConf {
     /// Renders the configuration in the file format. Flags equal to their default are left out.
     /// For any configuration produced by [`parse`], parsing the output gives it back unchanged.
     pub fn to_yaml(&self) -> String {
-        let mut root = Mapping::new();
-        root.insert("actions".into(), self.actions.join(", ").into());
+        let mut root = vec![entry("actions", self.actions.join(", ").into())];
         let tiers = self
             .tiers
             .iter()
             .map(|tier| {
-                let mut map = Mapping::new();
-                let plugins = tier.plugins.iter().map(PluginOption::to_yaml).collect();
-                map.insert("plugins".into(), Value::Sequence(plugins));
-                Value::Mapping(map)
+                let plugins = tier.plugins.iter().map(PluginOption::to_value).collect();
+                ArgValue::Map(vec![entry("plugins", ArgValue::List(plugins))])
             })
             .collect();
-        root.insert("tiers".into(), Value::Sequence(tiers));
+        root.push(entry("tiers", ArgValue::List(tiers)));
         if !self.configurations.is_empty() {
             let confs = self
                 .configurations
                 .iter()
                 .map(|c| {
-                    let mut map = Mapping::new();
-                    map.insert("name".into(), c.name.as_str().into());
+                    let mut map = vec![entry("name", c.name.as_str().into())];
                     if !c.arguments.is_empty() {
-                        map.insert("arguments".into(), c.arguments.to_yaml());
+                        map.push(entry("arguments", c.arguments.to_value()));
                     }
-                    Value::Mapping(map)
+                    ArgValue::Map(map)
                 })
                 .collect();
-            root.insert("configurations".into(), Value::Sequence(confs));
+            root.push(entry("configurations", ArgValue::List(confs)));
         }
         if !self.metrics.is_empty() {
             let metrics = self
                 .metrics
                 .iter()
-                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+                .map(|(k, v)| entry(k, v.as_str().into()))
                 .collect();
-            root.insert("metrics".into(), Value::Mapping(metrics));
+            root.push(entry("metrics", ArgValue::Map(metrics)));
         }
-        // Emitting an in-memory tree of plain scalars, lists and mappings into a String has no
-        // failure mode in serde_yaml; the fallback only avoids a panic path.
-        serde_yaml::to_string(&Value::Mapping(root))
-            .unwrap_or_else(|e| format!("# cannot render the configuration: {e}\n"))
+        yaml::render(&ArgValue::Map(root))
     }
 }
 

@@ -1,16 +1,14 @@
 //! Reading a configuration document (spec `framework.md` §1.2–§1.7 and the defaulting of §1.4).
 //!
-//! The text is parsed into a generic YAML tree and walked by hand, so that every error can name
-//! its field path, unknown keys can be reported as warnings, and enable flags can accept the
-//! YAML 1.1 boolean words that Volcano's decoder accepts but a YAML 1.2 parser reads as strings.
+//! The text is parsed into a [`Node`] tree and walked by hand, so that every error can name its
+//! field path and unknown keys can be reported as warnings.
 
 use std::collections::BTreeMap;
 
-use serde_yaml::{Mapping, Value};
-
 use super::values::{quoted, shorten};
+use super::yaml::{self, Node};
 use super::{
-    ActionConfiguration, Arguments, ConfError, Gate, KnownNames, Parsed, PluginOption,
+    ActionConfiguration, ArgValue, Arguments, ConfError, Gate, KnownNames, Parsed, PluginOption,
     SchedulerConf, Tier,
 };
 
@@ -25,11 +23,8 @@ const ACTIONS_EXAMPLE: &str = "\"enqueue, allocate, backfill\"";
 /// Known action and plugin names come from the caller, which owns the registries. On success
 /// the returned warnings list unknown keys and other suspicious but accepted content.
 pub fn parse(text: &str, known: &KnownNames<'_>) -> Result<Parsed, ConfError> {
-    let mut doc: Value =
-        serde_yaml::from_str(text).map_err(|e| ConfError::new("", format!("invalid YAML: {e}")))?;
-    // Volcano's decoder honours `<<` merge keys; serde_yaml only resolves them on request.
-    doc.apply_merge()
-        .map_err(|e| ConfError::new("", format!("invalid YAML merge key: {e}")))?;
+    let doc =
+        yaml::parse_document(text).map_err(|e| ConfError::new("", format!("invalid YAML: {e}")))?;
     let mut parser = Parser {
         known,
         warnings: Vec::new(),
@@ -57,19 +52,18 @@ enum PluginEntry {
 }
 
 impl Parser<'_> {
-    fn document(&mut self, doc: &Value) -> Result<SchedulerConf, ConfError> {
-        let empty = Mapping::new();
-        let root = match untag(doc) {
+    fn document(&mut self, doc: &Node) -> Result<SchedulerConf, ConfError> {
+        let root: &[(Node, Node)] = match doc {
             // An empty file: reported below as missing actions, as in Volcano.
-            Value::Null => &empty,
-            Value::Mapping(m) => m,
+            node if node.is_null() => &[],
+            Node::Map(entries) => entries,
             other => {
                 return Err(ConfError::new(
                     "",
                     format!(
                         "expected a mapping with \"actions\" and \"tiers\" at the top level, \
                          found {}",
-                        describe(other)
+                        other.describe()
                     ),
                 ));
             }
@@ -84,7 +78,7 @@ impl Parser<'_> {
             skipped_plugins: Vec::new(),
         };
         for (key, value) in root {
-            match key.as_str() {
+            match key.text().as_deref() {
                 Some("actions") => actions = Some(self.actions(value)?),
                 Some("tiers") => conf.tiers = self.tiers(value)?,
                 Some("configurations") => conf.configurations = self.configurations(value)?,
@@ -106,19 +100,19 @@ impl Parser<'_> {
     }
 
     /// §1.3: split on commas without dropping empty elements, trim, look every name up.
-    fn actions(&self, value: &Value) -> Result<Vec<String>, ConfError> {
-        let text = match untag(value) {
-            Value::Sequence(_) | Value::Mapping(_) => {
+    fn actions(&self, value: &Node) -> Result<Vec<String>, ConfError> {
+        let text = match value.text() {
+            None => {
                 return Err(ConfError::new(
                     "actions",
                     format!(
                         "expected a comma-separated string such as {ACTIONS_EXAMPLE}, found {}",
-                        describe(value)
+                        value.describe()
                     ),
                 ));
             }
             // Volcano's decoder reads any scalar into the string field as its literal text.
-            scalar => scalar_text(scalar).unwrap_or_default(),
+            Some(text) => text,
         };
         if text.trim().is_empty() {
             return Err(ConfError::new(
@@ -151,7 +145,7 @@ impl Parser<'_> {
             .collect()
     }
 
-    fn tiers(&mut self, value: &Value) -> Result<Vec<Tier>, ConfError> {
+    fn tiers(&mut self, value: &Node) -> Result<Vec<Tier>, ConfError> {
         let items = sequence(value, "tiers", "a list of tiers")?;
         let mut tiers = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
@@ -161,13 +155,13 @@ impl Parser<'_> {
         Ok(tiers)
     }
 
-    fn tier(&mut self, value: &Value, path: &str) -> Result<Tier, ConfError> {
+    fn tier(&mut self, value: &Node, path: &str) -> Result<Tier, ConfError> {
         let Some(map) = mapping(value, path, "a mapping with \"plugins\"")? else {
             return Ok(Tier::default());
         };
         let mut tier = Tier::default();
         for (key, value) in map {
-            if key.as_str() == Some("plugins") {
+            if key.text().as_deref() == Some("plugins") {
                 let plugins_path = format!("{path}.plugins");
                 let items = sequence(value, &plugins_path, "a list of plugin options")?;
                 for (j, item) in items.iter().enumerate() {
@@ -196,9 +190,12 @@ impl Parser<'_> {
         Ok(tier)
     }
 
-    fn plugin_option(&mut self, value: &Value, path: &str) -> Result<PluginEntry, ConfError> {
-        let map = match untag(value) {
-            Value::String(s) => {
+    fn plugin_option(&mut self, value: &Node, path: &str) -> Result<PluginEntry, ConfError> {
+        let map = match value {
+            Node::Scalar {
+                value: ArgValue::Str(s),
+                ..
+            } => {
                 return Err(ConfError::new(
                     path,
                     format!(
@@ -213,14 +210,14 @@ impl Parser<'_> {
         let mut option = PluginOption::new("");
         let mut name = None;
         for (key, value) in map.into_iter().flatten() {
-            let Some(key_str) = key.as_str() else {
+            let Some(key_str) = key.text() else {
                 self.unknown_key(path, key, option_keys());
                 continue;
             };
             let field = format!("{path}.{key_str}");
-            match key_str {
+            match key_str.as_str() {
                 "name" => name = Some(name_text(value, &field, "a plugin name")?),
-                "arguments" => option.arguments = Arguments::from_yaml(value, &field)?,
+                "arguments" => option.arguments = Arguments::from_node(value, &field)?,
                 HIERARCHY_KEY => {
                     option.enable_hierarchy = flag(value, &field)?.unwrap_or(false);
                 }
@@ -269,7 +266,7 @@ impl Parser<'_> {
         Ok(PluginEntry::Known(option))
     }
 
-    fn configurations(&mut self, value: &Value) -> Result<Vec<ActionConfiguration>, ConfError> {
+    fn configurations(&mut self, value: &Node) -> Result<Vec<ActionConfiguration>, ConfError> {
         let items = sequence(value, "configurations", "a list of action configurations")?;
         let mut configurations: Vec<ActionConfiguration> = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
@@ -278,13 +275,13 @@ impl Parser<'_> {
             let mut name = None;
             let mut arguments = Arguments::default();
             for (key, value) in map.into_iter().flatten() {
-                match key.as_str() {
+                match key.text().as_deref() {
                     Some("name") => {
                         let field = format!("{path}.name");
                         name = Some(name_text(value, &field, "an action name")?);
                     }
                     Some("arguments") => {
-                        arguments = Arguments::from_yaml(value, &format!("{path}.arguments"))?;
+                        arguments = Arguments::from_node(value, &format!("{path}.arguments"))?;
                     }
                     _ => self.unknown_key(&path, key, CONFIGURATION_KEYS),
                 }
@@ -320,10 +317,10 @@ impl Parser<'_> {
     fn unknown_key<'c>(
         &mut self,
         path: &str,
-        key: &Value,
+        key: &Node,
         candidates: impl IntoIterator<Item = &'c str>,
     ) {
-        let text = scalar_text(key).unwrap_or_else(|| describe(key));
+        let text = key.text().unwrap_or_else(|| key.describe());
         let hint = did_you_mean(&text, candidates);
         let text = quoted(&text);
         self.warnings.push(if path.is_empty() {
@@ -335,22 +332,22 @@ impl Parser<'_> {
 }
 
 /// §1.7: a flat map; scalar values are taken as their text.
-fn metrics(value: &Value) -> Result<BTreeMap<String, String>, ConfError> {
+fn metrics(value: &Node) -> Result<BTreeMap<String, String>, ConfError> {
     let Some(map) = mapping(value, "metrics", "a mapping of setting names to values")? else {
         return Ok(BTreeMap::new());
     };
     let mut metrics = BTreeMap::new();
     for (key, value) in map {
-        let Some(key) = scalar_text(key) else {
+        let Some(key) = key.text() else {
             return Err(ConfError::new(
                 "metrics",
-                format!("setting names must be scalars, found {}", describe(key)),
+                format!("setting names must be scalars, found {}", key.describe()),
             ));
         };
-        let Some(text) = scalar_text(value) else {
+        let Some(text) = value.text() else {
             return Err(ConfError::new(
                 format!("metrics.{}", shorten(&key)),
-                format!("expected a scalar value, found {}", describe(value)),
+                format!("expected a scalar value, found {}", value.describe()),
             ));
         };
         metrics.insert(key, text);
@@ -365,80 +362,65 @@ fn option_keys() -> impl Iterator<Item = &'static str> {
         .chain(Gate::ALL.into_iter().map(Gate::yaml_key))
 }
 
-/// An enable flag: `None` when null (left to defaulting, as Volcano's nil pointer is).
-fn flag(value: &Value, path: &str) -> Result<Option<bool>, ConfError> {
-    match untag(value) {
-        Value::Null => Ok(None),
-        Value::Bool(b) => Ok(Some(*b)),
-        Value::String(s) if yaml11_bool(s).is_some() => Ok(yaml11_bool(s)),
+/// An enable flag: `None` when null (left to defaulting, as Volcano's nil pointer is). A quoted
+/// boolean word is accepted too (Volcano refuses the whole file for it).
+fn flag(value: &Node, path: &str) -> Result<Option<bool>, ConfError> {
+    match value {
+        Node::Scalar {
+            value: ArgValue::Null,
+            ..
+        } => Ok(None),
+        Node::Scalar {
+            value: ArgValue::Bool(b),
+            ..
+        } => Ok(Some(*b)),
+        Node::Scalar {
+            value: ArgValue::Str(s),
+            ..
+        } if yaml11_bool(s).is_some() => Ok(yaml11_bool(s)),
         other => Err(ConfError::new(
             path,
-            format!("expected a boolean, found {}", describe(other)),
+            format!("expected a boolean, found {}", other.describe()),
         )),
     }
 }
 
 /// A name field: any scalar, as its text (null gives the empty string).
-fn name_text(value: &Value, path: &str, what: &str) -> Result<String, ConfError> {
-    scalar_text(value)
-        .ok_or_else(|| ConfError::new(path, format!("expected {what}, found {}", describe(value))))
+fn name_text(value: &Node, path: &str, what: &str) -> Result<String, ConfError> {
+    value
+        .text()
+        .ok_or_else(|| ConfError::new(path, format!("expected {what}, found {}", value.describe())))
 }
 
 /// A list field; null is an empty list.
-fn sequence<'v>(value: &'v Value, path: &str, what: &str) -> Result<&'v [Value], ConfError> {
-    match untag(value) {
-        Value::Null => Ok(&[]),
-        Value::Sequence(items) => Ok(items),
+fn sequence<'v>(value: &'v Node, path: &str, what: &str) -> Result<&'v [Node], ConfError> {
+    match value {
+        Node::List(items) => Ok(items),
+        null if null.is_null() => Ok(&[]),
         other => Err(ConfError::new(
             path,
-            format!("expected {what}, found {}", describe(other)),
+            format!("expected {what}, found {}", other.describe()),
         )),
     }
 }
 
 /// A mapping field; `None` for null, which every caller treats as an empty mapping.
-fn mapping<'v>(value: &'v Value, path: &str, what: &str) -> Result<Option<&'v Mapping>, ConfError> {
-    match untag(value) {
-        Value::Null => Ok(None),
-        Value::Mapping(m) => Ok(Some(m)),
+fn mapping<'v>(
+    value: &'v Node,
+    path: &str,
+    what: &str,
+) -> Result<Option<&'v [(Node, Node)]>, ConfError> {
+    match value {
+        Node::Map(entries) => Ok(Some(entries)),
+        null if null.is_null() => Ok(None),
         other => Err(ConfError::new(
             path,
-            format!("expected {what}, found {}", describe(other)),
+            format!("expected {what}, found {}", other.describe()),
         )),
     }
 }
 
-/// Application tags (`!foo`) mean nothing to Volcano's decoder either.
-fn untag(mut value: &Value) -> &Value {
-    while let Value::Tagged(tagged) = value {
-        value = &tagged.value;
-    }
-    value
-}
-
-/// The literal text of a scalar (null is the empty string); `None` for lists and mappings.
-pub(super) fn scalar_text(value: &Value) -> Option<String> {
-    match untag(value) {
-        Value::Null => Some(String::new()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::String(s) => Some(s.clone()),
-        Value::Sequence(_) | Value::Mapping(_) | Value::Tagged(_) => None,
-    }
-}
-
-/// A short description of a value for error messages: `"maybe"`, `5`, `a list`.
-pub(super) fn describe(value: &Value) -> String {
-    match untag(value) {
-        Value::Sequence(_) => "a list".to_owned(),
-        Value::Mapping(_) => "a mapping".to_owned(),
-        Value::String(s) => quoted(s),
-        Value::Null => "null".to_owned(),
-        other => scalar_text(other).unwrap_or_default(),
-    }
-}
-
-/// The YAML 1.1 boolean words that a YAML 1.2 parser leaves as strings.
+/// The YAML 1.1 boolean words beyond `true` and `false`.
 pub(super) fn yaml11_extra_bool(s: &str) -> Option<bool> {
     match s {
         "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
@@ -447,7 +429,7 @@ pub(super) fn yaml11_extra_bool(s: &str) -> Option<bool> {
     }
 }
 
-/// Every YAML 1.1 boolean word. A quoted `"true"` reaches us as a string too and is accepted.
+/// Every YAML 1.1 boolean word.
 fn yaml11_bool(s: &str) -> Option<bool> {
     match s {
         "true" | "True" | "TRUE" => Some(true),
@@ -565,13 +547,13 @@ mod tests {
     }
 
     #[test]
-    fn describe_and_scalar_text() {
-        let v: Value =
-            serde_yaml::from_str("[maybe, 5, 1.5, ~, true, [x], {a: 1}]").expect("valid YAML");
-        let described: Vec<String> = v
-            .as_sequence()
-            .map(|s| s.iter().map(describe).collect())
-            .unwrap_or_default();
+    fn describe_and_text() {
+        let Ok(Node::List(items)) =
+            yaml::parse_document("[maybe, 5, 1.5, ~, true, [x], {a: 1}, 012]")
+        else {
+            panic!("a list");
+        };
+        let described: Vec<String> = items.iter().map(Node::describe).collect();
         assert_eq!(
             described,
             [
@@ -581,10 +563,24 @@ mod tests {
                 "null",
                 "true",
                 "a list",
-                "a mapping"
+                "a mapping",
+                "10"
             ]
         );
-        assert_eq!(scalar_text(&Value::Null), Some(String::new()));
-        assert_eq!(scalar_text(&Value::Sequence(Vec::new())), None);
+        let texts: Vec<Option<String>> = items.iter().map(Node::text).collect();
+        let text = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            texts,
+            [
+                text("maybe"),
+                text("5"),
+                text("1.5"),
+                text(""),
+                text("true"),
+                None,
+                None,
+                text("012")
+            ]
+        );
     }
 }

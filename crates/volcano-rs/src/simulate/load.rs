@@ -19,7 +19,6 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ResourceQuota};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -416,12 +415,20 @@ fn documents(file: &str, text: &str) -> Result<Vec<Value>, SimError> {
     yaml_documents(file, text)
 }
 
+/// Reads every document of a YAML stream; empty documents are skipped. Only `true` and `false`
+/// are booleans: kubectl reads a plain `n` or `on` in a string field (a name, a label) as text,
+/// and every boolean field of these objects is written `true` or `false`.
 fn yaml_documents(file: &str, text: &str) -> Result<Vec<Value>, SimError> {
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        with_snippet: false,
+    };
+    let mut reader = text.as_bytes();
     let mut out = Vec::new();
-    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let value = Value::deserialize(document).map_err(|e| SimError::Input {
+    for document in serde_saphyr::read_with_options::<_, Value>(&mut reader, options) {
+        let value = document.map_err(|e| SimError::Input {
             file: file.to_string(),
-            location: format!("document {}", index + 1),
+            location: format!("document {}", out.len() + 1),
             message: format!("invalid YAML: {e}"),
         })?;
         out.push(value);
