@@ -418,7 +418,7 @@ impl Executor {
             return;
         };
         tracing::trace!(pod_group = %u.pod_group, phase = %u.status.phase, "writing PodGroup status");
-        let status = engine::framework::session::job_status_to_api(&u.status);
+        let status = engine::model::job::job_status_to_api(&u.status);
         let patch = json!({"status": status});
         let api: Api<PodGroup> = Api::namespaced(self.client.clone(), ns);
         let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));

@@ -221,7 +221,7 @@ impl Plugin for Binpack {
         if tracing::enabled!(tracing::Level::DEBUG) {
             let missing = self
                 .weights
-                .unoffered(ssn.nodes.iter().map(|n| n.allocatable()));
+                .unoffered(ssn.nodes().iter().map(|n| n.allocatable()));
             if !missing.is_empty() {
                 tracing::debug!(plugin = NAME, resources = ?missing, "weighted resources not offered by any node");
             }

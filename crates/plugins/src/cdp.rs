@@ -83,7 +83,7 @@ impl CooldownProtection {
             .copied()
             .filter(|&t| {
                 let pod = &ssn.task(t).spec.pod;
-                cooldown(pod).is_none_or(|d| !in_cooldown(pod, d, ssn.now))
+                cooldown(pod).is_none_or(|d| !in_cooldown(pod, d, ssn.now()))
             })
             .collect();
         (victims, PERMIT)

@@ -585,7 +585,7 @@ impl Drf {
     /// survives, so a single one gives the same tree.
     fn build_tree(&self, ssn: &SessionState) -> HdrfTree {
         let mut tree = HdrfTree::default();
-        for (index, (job, attr)) in ssn.jobs.iter().zip(&self.jobs).enumerate() {
+        for (index, (job, attr)) in ssn.jobs().iter().zip(&self.jobs).enumerate() {
             // Every job of a session has an existing queue (framework.md §2.4).
             let Some(queue) = job.queue else { continue };
             tree.total_allocated.add(&attr.allocated);
@@ -640,10 +640,10 @@ impl Plugin for Drf {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
-        self.basis = ShareBasis::new(ssn.total_resource.clone());
+        self.basis = ShareBasis::new(ssn.total_resource().clone());
         // The framework's job counter already holds the sum over AllocatedStatus tasks.
         self.jobs = ssn
-            .jobs
+            .jobs()
             .iter()
             .map(|job| JobAttr::new(job.allocated.clone(), &self.basis))
             .collect();
@@ -653,10 +653,7 @@ impl Plugin for Drf {
     fn on_session_close(&mut self, ssn: &mut SessionState) {
         self.hierarchy = None;
         for (i, attr) in self.jobs.drain(..).enumerate() {
-            ssn.job_metrics
-                .entry(JobId::from_index(i))
-                .or_default()
-                .share = Some(attr.dominant.share);
+            ssn.job_metrics_mut(JobId::from_index(i)).share = Some(attr.dominant.share);
         }
     }
 
@@ -1190,9 +1187,9 @@ mod tests {
         drf.on_session_open(&mut ssn.state);
         drf.on_session_close(&mut ssn.state);
         let a = ssn.state.job_by_key("ns/job-a");
-        let share = ssn.state.job_metrics.get(&a).and_then(|m| m.share);
+        let share = ssn.state.job_metrics().get(&a).and_then(|m| m.share);
         assert_close(share.expect("share reported"), 0.3);
-        assert_eq!(ssn.state.job_metrics.len(), 2);
+        assert_eq!(ssn.state.job_metrics().len(), 2);
     }
 
     // ---- HDRF tree (§3.8, §3.9) --------------------------------------------------------------
@@ -1675,7 +1672,7 @@ mod tests {
     }
 
     fn queue_id(ssn: &Session, name: &str) -> QueueId {
-        ssn.state.queue_by_name[name]
+        ssn.state.queue_id(name).expect("queue")
     }
 
     /// Whether the session orders queue `l` before `r` and not the other way round.

@@ -51,7 +51,8 @@ impl QueueUsage {
                 || (job.status.phase == phase::RUNNING
                     && job.allocated_task_num() >= job.min_available);
             if reserves {
-                usage.inqueue = job.deduct_sch_gated_resources(&ssn.tasks, &job.inqueue_resource());
+                usage.inqueue =
+                    job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource());
             }
         }
         let min = job.min_resources.clone().unwrap_or_default();
@@ -70,7 +71,7 @@ impl QueueUsage {
 /// Σ `spec.guarantee` over every queue of the session, with or without jobs.
 pub(crate) fn total_guarantee(ssn: &SessionState) -> Resource {
     let mut total = Resource::empty();
-    for q in &ssn.queues {
+    for q in ssn.queues() {
         if let Some(g) = &q.spec.guarantee {
             total.add(g);
         }

@@ -80,11 +80,11 @@ impl Plugin for GangPlugin {
             if j.implicit {
                 continue;
             }
-            if let Some(pg) = ssn.snapshot.pod_group(&j.uid)
+            if let Some(pg) = ssn.snapshot().pod_group(&j.uid)
                 && !pg.spec.sub_group_policy.is_empty()
             {
                 self.sub_groups
-                    .insert(job, SubGroups::build(pg, j, &ssn.tasks));
+                    .insert(job, SubGroups::build(pg, j, ssn.tasks()));
             }
         }
     }
@@ -92,7 +92,7 @@ impl Plugin for GangPlugin {
     /// §1.3 JobValid.
     fn job_valid(&self, ssn: &SessionState, job: JobId) -> Option<ValidateResult> {
         let j = ssn.job(job);
-        if !j.check_task_valid(&ssn.tasks) {
+        if !j.check_task_valid(ssn.tasks()) {
             return Some(ValidateResult {
                 reason: condition_reason::NOT_ENOUGH_PODS_OF_TASK.to_string(),
                 message: "Not enough valid pods of each task for gang-scheduling".to_string(),
@@ -149,22 +149,22 @@ impl Plugin for GangPlugin {
     /// §1.3 JobReady.
     fn job_ready(&self, ssn: &SessionState, job: JobId) -> bool {
         let j = ssn.job(job);
-        j.check_task_ready(&ssn.tasks)
+        j.check_task_ready(ssn.tasks())
             && self
                 .sub_groups
                 .get(&job)
-                .is_none_or(|g| g.enough(|s| s.is_ready(&ssn.tasks)))
+                .is_none_or(|g| g.enough(|s| s.is_ready(ssn.tasks())))
             && j.is_ready()
     }
 
     /// §1.3 JobPipelined.
     fn job_pipelined(&self, ssn: &SessionState, job: JobId) -> i32 {
         let j = ssn.job(job);
-        let pipelined = j.check_task_pipelined(&ssn.tasks)
+        let pipelined = j.check_task_pipelined(ssn.tasks())
             && self
                 .sub_groups
                 .get(&job)
-                .is_none_or(|g| g.enough(|s| s.is_pipelined(&ssn.tasks)))
+                .is_none_or(|g| g.enough(|s| s.is_pipelined(ssn.tasks())))
             && j.is_pipelined();
         if pipelined { PERMIT } else { REJECT }
     }
@@ -177,22 +177,19 @@ impl Plugin for GangPlugin {
     /// §1.4.
     fn on_session_close(&mut self, ssn: &mut SessionState) {
         let mut unschedulable_jobs = 0usize;
-        for job in 0..ssn.jobs.len() {
+        for job in 0..ssn.jobs().len() {
             let job = JobId::from_index(job);
             let j = ssn.job(job);
             if j.tasks.is_empty() {
                 continue;
             }
             let condition = if j.is_ready() {
-                ssn.job_metrics
-                    .entry(job)
-                    .or_default()
-                    .unschedule_task_count = Some(0);
+                ssn.job_metrics_mut(job).unschedule_task_count = Some(0);
                 JobCondition {
                     type_: condition_type::SCHEDULED.to_string(),
                     status: condition_status::TRUE.to_string(),
-                    transition_id: ssn.uid.clone(),
-                    last_transition_time: Some(ssn.now),
+                    transition_id: ssn.uid().to_owned(),
+                    last_transition_time: Some(ssn.now()),
                     reason: SCHEDULED_REASON.to_string(),
                     message: String::new(),
                 }
@@ -207,21 +204,21 @@ impl Plugin for GangPlugin {
                     j.tasks.len(),
                     ssn.job_fit_error(job)
                 );
-                let m = ssn.job_metrics.entry(job).or_default();
+                let m = ssn.job_metrics_mut(job);
                 m.unschedule_task_count = Some(missing);
                 m.retried = true;
                 JobCondition {
                     type_: condition_type::UNSCHEDULABLE.to_string(),
                     status: condition_status::TRUE.to_string(),
-                    transition_id: ssn.uid.clone(),
-                    last_transition_time: Some(ssn.now),
+                    transition_id: ssn.uid().to_owned(),
+                    last_transition_time: Some(ssn.now()),
                     reason: condition_reason::NOT_ENOUGH_RESOURCES.to_string(),
                     message,
                 }
             };
             ssn.set_job_condition(job, condition);
         }
-        ssn.decisions.unschedulable_jobs = Some(unschedulable_jobs);
+        ssn.record_unschedulable_jobs(unschedulable_jobs);
     }
 }
 
@@ -732,11 +729,19 @@ mod tests {
         let mut p = plugin(&mut ssn);
         let tried = ssn.state.task_by_key("ns/pg-1");
         let n1 = ssn.state.node_by_key("n1");
-        ssn.state.tasks[tried.index()].last_transaction = Some(TransactionContext {
-            node: Some(n1),
-            eviction_occurred: false,
-            status: TaskStatus::Allocated,
-        });
+        // Allocated in a statement that was then discarded: the task remembers where it would
+        // have gone.
+        let mut stmt = engine::framework::Statement::new();
+        ssn.allocate(&mut stmt, tried, n1).expect("fits");
+        ssn.discard(stmt);
+        assert_eq!(
+            ssn.state.task(tried).last_transaction,
+            Some(TransactionContext {
+                node: Some(n1),
+                eviction_occurred: false,
+                status: TaskStatus::Allocated,
+            })
+        );
         p.on_session_close(&mut ssn.state);
         let job = ssn.state.job_by_key("ns/pg");
         let cond = condition(&ssn, "ns/pg", "Unschedulable").expect("condition written");

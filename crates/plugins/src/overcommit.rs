@@ -88,21 +88,21 @@ impl Plugin for OvercommitPlugin {
     /// §10.2.
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         let mut used = Resource::empty();
-        for node in &ssn.nodes {
+        for node in ssn.nodes() {
             used.add(&node.used);
         }
-        let mut idle = ssn.total_resource.clone();
+        let mut idle = ssn.total_resource().clone();
         idle.multi(self.factor).sub_without_assert(&used);
         self.idle = idle;
 
-        for job in &ssn.jobs {
+        for job in ssn.jobs() {
             let Some(min) = &job.min_resources else {
                 continue;
             };
             if job.status.phase == phase::INQUEUE {
                 // Admitted but not running: the whole minimum stays reserved.
                 self.inqueue
-                    .add(&job.deduct_sch_gated_resources(&ssn.tasks, min));
+                    .add(&job.deduct_sch_gated_resources(ssn.tasks(), min));
             } else if job.status.phase == phase::RUNNING
                 && job.allocated_task_num() >= job.min_available
             {
@@ -110,7 +110,7 @@ impl Plugin for OvercommitPlugin {
                 // driver must not reserve its share again).
                 let reserved = job.inqueue_resource();
                 self.inqueue
-                    .add(&job.deduct_sch_gated_resources(&ssn.tasks, &reserved));
+                    .add(&job.deduct_sch_gated_resources(ssn.tasks(), &reserved));
             }
         }
     }
@@ -150,7 +150,7 @@ impl Plugin for OvercommitPlugin {
         let j = ssn.job(job);
         if let Some(min) = &j.min_resources {
             self.inqueue
-                .add(&j.deduct_sch_gated_resources(&ssn.tasks, min));
+                .add(&j.deduct_sch_gated_resources(ssn.tasks(), min));
         }
     }
 }
@@ -225,10 +225,10 @@ mod tests {
         let mut p = plugin_with(&mut ssn, 1.2);
         let job = ssn.state.job_by_key("ns/too-big");
         assert_eq!(p.job_enqueueable(&ssn.state, job), REJECT);
-        assert!(ssn.state.events.is_empty());
+        assert!(ssn.state.events().is_empty());
         p.on_session_close(&mut ssn.state);
-        assert_eq!(ssn.state.events.len(), 1);
-        let e = &ssn.state.events[0];
+        assert_eq!(ssn.state.events().len(), 1);
+        let e = &ssn.state.events()[0];
         assert_eq!(e.type_, EventType::Normal);
         assert_eq!(e.reason, "Unschedulable");
         assert_eq!(e.message, "resource in cluster is overused: overused cpu");
@@ -372,7 +372,7 @@ mod tests {
         assert_eq!(p.job_enqueueable(&ssn.state, job), REJECT);
         p.on_session_close(&mut ssn.state);
         assert_eq!(
-            ssn.state.events[0].message,
+            ssn.state.events()[0].message,
             "resource in cluster is overused: overused nvidia.com/gpu"
         );
     }
@@ -523,13 +523,13 @@ mod tests {
         let gated = s.job(s.job_by_key("ns/gated"));
         let min = gated.min_resources.clone().expect("minResources");
         assert_eq!(
-            gated.deduct_sch_gated_resources(&s.tasks, &min).milli_cpu,
+            gated.deduct_sch_gated_resources(s.tasks(), &min).milli_cpu,
             1000.0
         );
         let queued = s.job(s.job_by_key("ns/queued"));
         let min = queued.min_resources.clone().expect("minResources");
         assert_eq!(
-            queued.deduct_sch_gated_resources(&s.tasks, &min).milli_cpu,
+            queued.deduct_sch_gated_resources(s.tasks(), &min).milli_cpu,
             2000.0
         );
     }
@@ -555,7 +555,7 @@ mod tests {
         let s = &ssn.state;
         let job = s.job(s.job_by_key("ns/gated"));
         let min = job.min_resources.clone().expect("minResources");
-        let left = job.deduct_sch_gated_resources(&s.tasks, &min);
+        let left = job.deduct_sch_gated_resources(s.tasks(), &min);
         assert_eq!(left.milli_cpu, 0.0);
         assert_eq!(left.get("nvidia.com/gpu"), 0.0);
         assert!(

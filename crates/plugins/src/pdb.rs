@@ -143,7 +143,7 @@ impl Plugin for PdbPlugin {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
-        self.budgets = ssn.snapshot.pdbs().filter_map(Budget::new).collect();
+        self.budgets = ssn.snapshot().pdbs().filter_map(Budget::new).collect();
     }
 
     fn extension_points(&self) -> ExtensionPoints {

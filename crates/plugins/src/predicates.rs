@@ -657,7 +657,7 @@ impl Plugin for Predicates {
         self.view = PodView::open(ssn, self.enabled.pod_affinity, false);
         if self.enabled.node_ports {
             self.used_ports = ssn
-                .nodes
+                .nodes()
                 .iter()
                 .map(|node| {
                     let mut used = UsedPorts::default();
@@ -669,7 +669,7 @@ impl Plugin for Predicates {
                 .collect();
         }
         if self.enabled.cache {
-            self.cache = Some(EquivalenceCache::new(ssn.nodes.len()));
+            self.cache = Some(EquivalenceCache::new(ssn.nodes().len()));
         }
     }
 

@@ -282,10 +282,10 @@ impl Plugin for Proportion {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
-        let total = ssn.total_resource.clone();
+        let total = ssn.total_resource().clone();
         let total_guarantee = fairness::total_guarantee(ssn);
 
-        let mut index: Vec<Option<usize>> = vec![None; ssn.queues.len()];
+        let mut index: Vec<Option<usize>> = vec![None; ssn.queues().len()];
         let mut attrs: Vec<QueueAttr> = Vec::new();
         for job_id in ssn.job_ids() {
             let job = ssn.job(job_id);
@@ -325,7 +325,7 @@ impl Plugin for Proportion {
 
     fn on_session_close(&mut self, ssn: &mut SessionState) {
         for q in ssn.queue_ids().collect::<Vec<_>>() {
-            let m = ssn.queue_metrics.entry(q).or_default();
+            let m = ssn.queue_metrics_mut(q);
             match self.attr(q) {
                 Some(a) => {
                     m.weight = a.weight;
@@ -482,7 +482,7 @@ impl Plugin for Proportion {
         let (Some(min), Some(queue)) = (&job.min_resources, job.queue) else {
             return;
         };
-        let reserved = job.deduct_sch_gated_resources(&ssn.tasks, min);
+        let reserved = job.deduct_sch_gated_resources(ssn.tasks(), min);
         if let Some(attr) = self.attr_mut(queue) {
             attr.inqueue.add(&reserved);
         }
@@ -881,7 +881,7 @@ mod tests {
     }
 
     fn queue_id(ssn: &Session, name: &str) -> QueueId {
-        *ssn.state.queue_by_name.get(name).expect("queue exists")
+        ssn.state.queue_id(name).expect("queue exists")
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl SlaPlugin {
     /// Permit once the job has waited its waiting time, else abstain.
     fn permit_when_overdue(&self, ssn: &SessionState, job: JobId) -> i32 {
         match self.deadline(job) {
-            Some(deadline) if ssn.now.as_nanosecond() >= deadline => PERMIT,
+            Some(deadline) if ssn.now().as_nanosecond() >= deadline => PERMIT,
             _ => ABSTAIN,
         }
     }
@@ -113,7 +113,7 @@ impl Plugin for SlaPlugin {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
-        self.deadlines = ssn.jobs.iter().map(|j| self.deadline_of(j)).collect();
+        self.deadlines = ssn.jobs().iter().map(|j| self.deadline_of(j)).collect();
     }
 
     fn extension_points(&self) -> ExtensionPoints {

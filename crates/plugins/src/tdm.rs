@@ -239,12 +239,12 @@ impl Plugin for Tdm {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
-        let tz = &ssn.options.time_zone;
+        let tz = &ssn.options().time_zone;
         self.zones_open = self
             .args
             .zones
             .iter()
-            .map(|(zone, window)| (zone.clone(), window_open(window, ssn.now, tz)))
+            .map(|(zone, window)| (zone.clone(), window_open(window, ssn.now(), tz)))
             .collect();
     }
 
@@ -308,8 +308,8 @@ impl Plugin for Tdm {
     }
 
     fn victim_tasks(&self, ssn: &SessionState, _tasks: &[TaskId]) -> Vec<TaskId> {
-        let memory = &ssn.options.memory;
-        if !memory.period_passed(LAST_EVICT, ssn.now, self.args.evict_period) {
+        let memory = &ssn.options().memory;
+        if !memory.period_passed(LAST_EVICT, ssn.now(), self.args.evict_period) {
             return Vec::new();
         }
         let mut candidates = Vec::new();
@@ -329,7 +329,7 @@ impl Plugin for Tdm {
                 }
             }
         }
-        memory.set(LAST_EVICT, ssn.now);
+        memory.set(LAST_EVICT, ssn.now());
         self.within_budgets(ssn, &candidates)
     }
 

@@ -207,7 +207,7 @@ pub trait StateLookup {
 impl StateLookup for SessionState {
     fn task_by_key(&self, key: &str) -> TaskId {
         let index = self
-            .tasks
+            .tasks()
             .iter()
             .position(|t| t.key() == key)
             .unwrap_or_else(|| panic!("no task {key}"));
@@ -215,16 +215,11 @@ impl StateLookup for SessionState {
     }
 
     fn job_by_key(&self, key: &str) -> JobId {
-        *self
-            .job_by_uid
-            .get(key)
-            .unwrap_or_else(|| panic!("no job {key}"))
+        self.job_id(key).unwrap_or_else(|| panic!("no job {key}"))
     }
 
     fn node_by_key(&self, name: &str) -> NodeId {
-        *self
-            .node_by_name
-            .get(name)
+        self.node_id(name)
             .unwrap_or_else(|| panic!("no node {name}"))
     }
 }

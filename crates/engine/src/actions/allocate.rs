@@ -16,7 +16,7 @@ use super::helper::{PredicateHelper, allocate_predicate, choose_node};
 /// Argument `predicateErrorCacheEnable` (default true).
 fn predicate_cache_enabled(ssn: &Session) -> bool {
     let mut on = true;
-    if let Some(args) = ssn.state.conf.action_arguments("allocate")
+    if let Some(args) = ssn.state.conf().action_arguments("allocate")
         && let Err(e) = args.get_bool("predicateErrorCacheEnable", &mut on)
     {
         tracing::warn!(error = %e, "allocate argument ignored");
@@ -40,7 +40,11 @@ fn pending_task_heap(ssn: &Session, job: JobId) -> PriorityQueue<TaskId> {
 
 pub fn execute(ssn: &mut Session) {
     let cache_enabled = predicate_cache_enabled(ssn);
-    let enqueue_configured = ssn.state.configured_actions.iter().any(|a| a == "enqueue");
+    let enqueue_configured = ssn
+        .state
+        .configured_actions()
+        .iter()
+        .any(|a| a == "enqueue");
 
     let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
     let mut jobs_by_queue: BTreeMap<QueueId, PriorityQueue<JobId>> = BTreeMap::new();
@@ -52,7 +56,7 @@ pub fn execute(ssn: &mut Session) {
             if enqueue_configured {
                 continue;
             }
-            ssn.state.jobs[job.index()].status.phase = phase::INQUEUE.to_string();
+            ssn.state.set_job_phase(job, phase::INQUEUE);
         }
         if let Some(invalid) = ssn.job_valid(job) {
             tracing::debug!(job = %ssn.state.job(job).uid, reason = %invalid.reason, "job not valid");
@@ -132,16 +136,14 @@ fn allocate_resources_for_tasks(
         if ssn
             .state
             .job(job)
-            .task_has_fit_errors(&ssn.state.tasks, task)
+            .task_has_fit_errors(ssn.state.tasks(), task)
         {
             let t = &ssn.state.task(task).spec;
             let fe = FitErrors::with_message(format!(
                 "Task {} with role spec {} has already predicated failed, skip",
                 t.name, t.role
             ));
-            ssn.state.jobs[job.index()]
-                .nodes_fit_errors
-                .insert(task, fe);
+            ssn.state.record_task_fit_errors(job, task, fe);
             continue;
         }
         if let Err(e) = ssn.pre_predicate(task) {
@@ -152,13 +154,11 @@ fn allocate_resources_for_tasks(
                     FitError::error(e.clone(), "prePredicate"),
                 );
             }
-            ssn.state.jobs[job.index()]
-                .nodes_fit_errors
-                .insert(task, fe);
+            ssn.state.record_task_fit_errors(job, task, fe);
             if ssn
                 .state
                 .job(job)
-                .need_continue_allocating(&ssn.state.tasks)
+                .need_continue_allocating(ssn.state.tasks())
             {
                 continue;
             }
@@ -167,7 +167,7 @@ fn allocate_resources_for_tasks(
 
         let mut feasible = Vec::new();
         if let Some(nominated) = ssn.state.task(task).spec.nominated_node_name.clone()
-            && let Some(&nn) = ssn.state.node_by_name.get(&nominated)
+            && let Some(nn) = ssn.state.node_id(&nominated)
         {
             let node = ssn.state.node(nn);
             if ssn
@@ -186,13 +186,11 @@ fn allocate_resources_for_tasks(
             let (found, fit_errors) =
                 helper.predicate_nodes(ssn, task, nodes, &|s, t, n| allocate_predicate(s, t, n));
             if found.is_empty() {
-                ssn.state.jobs[job.index()]
-                    .nodes_fit_errors
-                    .insert(task, fit_errors);
+                ssn.state.record_task_fit_errors(job, task, fit_errors);
                 if ssn
                     .state
                     .job(job)
-                    .need_continue_allocating(&ssn.state.tasks)
+                    .need_continue_allocating(ssn.state.tasks())
                 {
                     continue;
                 }

@@ -85,9 +85,7 @@ pub fn execute(ssn: &mut Session) {
                     FitError::error(e.clone(), "prePredicate"),
                 );
             }
-            ssn.state.jobs[job.index()]
-                .nodes_fit_errors
-                .insert(task, fe);
+            ssn.state.record_task_fit_errors(job, task, fe);
             continue;
         }
         // A fresh helper per task, as Volcano does (so its error cache never hits).
@@ -96,9 +94,7 @@ pub fn execute(ssn: &mut Session) {
             predicate_for_allocate(s, t, n)
         });
         if feasible.is_empty() {
-            ssn.state.jobs[job.index()]
-                .nodes_fit_errors
-                .insert(task, fit_errors);
+            ssn.state.record_task_fit_errors(job, task, fit_errors);
             continue;
         }
         let node = if feasible.len() == 1 {
@@ -111,9 +107,7 @@ pub fn execute(ssn: &mut Session) {
         if let Err(e) = ssn.allocate_and_dispatch(task, node) {
             let mut fe = FitErrors::default();
             fe.set_node_error(ssn.state.node(node).name(), FitError::error(e, "backfill"));
-            ssn.state.jobs[job.index()]
-                .nodes_fit_errors
-                .insert(task, fe);
+            ssn.state.record_task_fit_errors(job, task, fe);
         }
     }
 }

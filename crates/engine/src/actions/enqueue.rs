@@ -8,7 +8,7 @@ use crate::model::{JobId, QueueId};
 
 pub fn execute(ssn: &mut Session) {
     let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
-    let mut seen: Vec<bool> = vec![false; ssn.state.queues.len()];
+    let mut seen: Vec<bool> = vec![false; ssn.state.queues().len()];
     let mut jobs_by_queue: BTreeMap<QueueId, PriorityQueue<JobId>> = BTreeMap::new();
 
     let job_ids: Vec<JobId> = ssn.state.job_ids().collect();
@@ -44,12 +44,12 @@ pub fn execute(ssn: &mut Session) {
         match verdict {
             Ok(()) => {
                 ssn.job_enqueued(job);
-                ssn.state.jobs[job.index()].status.phase = phase::INQUEUE.to_string();
+                ssn.state.set_job_phase(job, phase::INQUEUE);
             }
             // Not Volcano's: it keeps the reason in an event only. Kept as the job's fit error,
             // it reaches the PodGroup condition and the pods (docs/architecture.md).
             Err(reason) if !reason.is_empty() => {
-                ssn.state.jobs[job.index()].job_fit_errors = reason;
+                ssn.state.set_job_fit_error(job, reason);
             }
             Err(_) => {}
         }

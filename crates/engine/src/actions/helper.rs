@@ -11,7 +11,7 @@ use crate::model::{NodeId, TaskId};
 
 /// `CalculateNumOfFeasibleNodesToFind` (§6.0.1), integer arithmetic as Volcano.
 pub fn num_feasible_nodes_to_find(ssn: &Session, n: usize) -> usize {
-    let o = &ssn.state.options;
+    let o = ssn.state.options();
     let min_nodes = o.minimum_feasible_nodes;
     if n <= min_nodes || o.percentage_nodes_to_find >= 100 {
         return n;
@@ -105,7 +105,7 @@ impl PredicateHelper {
         } else {
             None
         };
-        let start = ssn.state.last_processed_node_index % n;
+        let start = ssn.state.node_search_start() % n;
 
         let mut feasible = Vec::new();
         let mut new_errors: Vec<(NodeId, FitError)> = Vec::new();
@@ -147,7 +147,7 @@ impl PredicateHelper {
                 .or_default()
                 .extend(new_errors);
         }
-        ssn.state.last_processed_node_index = (start + processed) % n;
+        ssn.state.set_node_search_start((start + processed) % n);
         (feasible, fit_errors)
     }
 }

@@ -78,17 +78,16 @@ fn run_actions(
     clock: &(dyn Fn() -> std::time::Duration + Sync),
     timings: &mut Vec<(String, std::time::Duration)>,
 ) {
-    let names = ssn.state.configured_actions.clone();
+    let names = ssn.state.configured_actions().to_vec();
     for name in names {
         let Some(action) = action_by_name(&name) else {
             tracing::error!(action = %name, "unknown action skipped");
             continue;
         };
-        ssn.state.current_action = name.clone();
+        ssn.state.begin_action(&name);
         let start = clock();
         action(ssn);
-        timings.push((name.clone(), clock().saturating_sub(start)));
-        ssn.state.decisions.actions_run.push(name);
+        timings.push((name, clock().saturating_sub(start)));
+        ssn.state.end_action();
     }
-    ssn.state.current_action.clear();
 }

@@ -61,7 +61,7 @@ impl EvictionArgs {
             predicate_cache: true,
             refuse_take_back: true,
         };
-        let Some(args) = ssn.state.conf.action_arguments(action) else {
+        let Some(args) = ssn.state.conf().action_arguments(action) else {
             return read;
         };
         for (key, value) in [
@@ -563,7 +563,7 @@ pub(super) mod testkit {
 
     /// Milli-cpu a queue holds: allocated tasks plus pipelined ones.
     pub fn queue_cpu(ssn: &SessionState, q: QueueId) -> f64 {
-        ssn.tasks
+        ssn.tasks()
             .iter()
             .filter(|t| t.job.and_then(|j| ssn.job(j).queue) == Some(q))
             .filter(|t| t.status.is_allocated() || t.status == TaskStatus::Pipelined)
@@ -746,7 +746,7 @@ pub(super) mod testkit {
             let ids = self
                 .victims
                 .iter()
-                .filter_map(|key| ssn.tasks.iter().position(|t| t.key() == key))
+                .filter_map(|key| ssn.tasks().iter().position(|t| t.key() == key))
                 .map(TaskId::from_index)
                 .collect();
             (ids, PERMIT)
@@ -929,7 +929,7 @@ pub(super) mod testkit {
         let key = format!("ns/{name}");
         let i = ssn
             .state
-            .tasks
+            .tasks()
             .iter()
             .position(|t: &TaskInfo| t.key() == key)
             .unwrap_or_else(|| panic!("no pod {key}"));
@@ -937,11 +937,11 @@ pub(super) mod testkit {
     }
 
     pub fn node(ssn: &Session, name: &str) -> NodeId {
-        ssn.state.node_by_name[name]
+        ssn.state.node_id(name).expect("node")
     }
 
     pub fn queue(ssn: &Session, name: &str) -> QueueId {
-        ssn.state.queue_by_name[name]
+        ssn.state.queue_id(name).expect("queue")
     }
 
     pub fn status(ssn: &Session, name: &str) -> TaskStatus {
@@ -951,15 +951,15 @@ pub(super) mod testkit {
     /// Runs one action the way the session loop does (so evictions name it).
     pub fn run(ssn: &mut Session, action: &str) {
         let execute = crate::actions::action_by_name(action).expect("known action");
-        ssn.state.current_action = action.to_string();
+        ssn.state.begin_action(action);
         execute(ssn);
-        ssn.state.current_action.clear();
+        ssn.state.end_action();
     }
 
     /// The pod names evicted so far, with the action that decided it.
     pub fn evictions(ssn: &Session) -> Vec<(String, String)> {
         ssn.state
-            .decisions
+            .decisions()
             .evictions
             .iter()
             .map(|e| {
@@ -1105,7 +1105,7 @@ mod tests {
         fe.set_node_error("n2", status(StatusCode::UnschedulableAndUnresolvable));
         fe.set_node_error("n3", status(StatusCode::Unschedulable));
         let job = ssn.state.job_of(p).expect("job");
-        ssn.state.jobs[job.index()].nodes_fit_errors.insert(p, fe);
+        ssn.state.record_task_fit_errors(job, p, fe);
         assert_eq!(
             ssn.filter_out_unschedulable_and_unresolvable_nodes(p),
             vec![node(&ssn, "n1"), node(&ssn, "n3")]
@@ -1145,7 +1145,7 @@ mod tests {
         assert_eq!(ssn.state.node(n).idle.milli_cpu, idle);
         assert_eq!(ssn.state.node(n).releasing.milli_cpu, 0.0);
         assert_eq!(ssn.state.job(job).ready_task_num(), ready);
-        assert!(ssn.state.decisions.evictions.is_empty());
+        assert!(ssn.state.decisions().evictions.is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod outside;
 pub mod plugin;
 pub mod session;
+pub mod session_state;
 pub mod statement;
 
 pub use decisions::{Decisions, Event, EventType, JobMetrics, ObjectRef, QueueMetrics};
@@ -21,7 +22,8 @@ pub use plugin::{
     ABSTAIN, EvictionContext, EvictionKind, ExtensionPoints, PERMIT, Plugin, PluginBuilder,
     PluginRegistry, REJECT, ValidateResult, take_defaults_run,
 };
-pub use session::{Clock, Session, SessionOptions, SessionState};
+pub use session::{Clock, Session};
+pub use session_state::{SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use crate::conf::Arguments;
 use crate::model::{FitError, JobId, NodeId, QueueId, TaskId};
 
-use super::session::SessionState;
+use super::session_state::SessionState;
 
 /// Extension points a plugin may register (a bit set).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -496,6 +496,52 @@ impl JobInfo {
     }
 }
 
+/// The API PodGroup status as the session holds it.
+pub fn job_status_from_api(s: &apis::PodGroupStatus) -> JobStatus {
+    JobStatus {
+        phase: s.phase.clone(),
+        conditions: s
+            .conditions
+            .iter()
+            .map(|c| JobCondition {
+                type_: c.type_.clone(),
+                status: c.status.clone(),
+                transition_id: c.transition_id.clone(),
+                last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            })
+            .collect(),
+        running: s.running,
+        succeeded: s.succeeded,
+        failed: s.failed,
+    }
+}
+
+/// The session's PodGroup status in API form.
+pub fn job_status_to_api(s: &JobStatus) -> apis::PodGroupStatus {
+    apis::PodGroupStatus {
+        phase: s.phase.clone(),
+        conditions: s
+            .conditions
+            .iter()
+            .map(|c| apis::PodGroupCondition {
+                type_: c.type_.clone(),
+                status: c.status.clone(),
+                transition_id: c.transition_id.clone(),
+                last_transition_time: c
+                    .last_transition_time
+                    .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            })
+            .collect(),
+        running: s.running,
+        succeeded: s.succeeded,
+        failed: s.failed,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

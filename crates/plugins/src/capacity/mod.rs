@@ -186,9 +186,9 @@ impl Capacity {
 
     /// §5.3.
     fn build_flat(&mut self, ssn: &SessionState) {
-        let total = &ssn.total_resource;
+        let total = ssn.total_resource();
         let total_guarantee = fairness::total_guarantee(ssn);
-        let mut attrs: Vec<Option<QueueAttr>> = vec![None; ssn.queues.len()];
+        let mut attrs: Vec<Option<QueueAttr>> = vec![None; ssn.queues().len()];
         for job in ssn.job_ids() {
             let Some(queue) = ssn.job(job).queue else {
                 continue;
@@ -226,7 +226,7 @@ impl Capacity {
             })
             .collect();
 
-        let mut reported_non_leaf = vec![false; ssn.queues.len()];
+        let mut reported_non_leaf = vec![false; ssn.queues().len()];
         for job in ssn.job_ids() {
             let Some(queue) = ssn.job(job).queue else {
                 continue;
@@ -260,7 +260,7 @@ impl Capacity {
             && let Some(a) = self.attr_mut(root)
         {
             if a.capability.is_empty() {
-                a.capability = unlimited_root_capability(&ssn.total_resource);
+                a.capability = unlimited_root_capability(ssn.total_resource());
             }
             a.real_capability = a.capability.clone();
         }
@@ -576,11 +576,11 @@ impl Capacity {
 
     /// §5.16: the figures of every queue for the `volcano_queue_*` metrics.
     fn publish_metrics(&self, ssn: &mut SessionState) {
-        let total = ssn.total_resource.clone();
+        let total = ssn.total_resource().clone();
         let total_guarantee = fairness::total_guarantee(ssn);
         for q in ssn.queue_ids().collect::<Vec<_>>() {
             let spec = ssn.queue(q).spec.clone();
-            let m = ssn.queue_metrics.entry(q).or_default();
+            let m = ssn.queue_metrics_mut(q);
             match self.attr(q) {
                 Some(a) => {
                     m.allocated = a.usage.allocated.clone();
@@ -629,7 +629,7 @@ impl Plugin for Capacity {
         for (i, a) in self.attrs.iter().enumerate() {
             if let Some(a) = a {
                 tracing::debug!(
-                    queue = ssn.queues[i].name(),
+                    queue = ssn.queues()[i].name(),
                     deserved = %a.deserved,
                     capability = %a.capability,
                     real_capability = %a.real_capability,
@@ -872,7 +872,7 @@ impl Plugin for Capacity {
         let (Some(min), Some(queue)) = (&job.min_resources, job.queue) else {
             return;
         };
-        let reserved = job.deduct_sch_gated_resources(&ssn.tasks, min);
+        let reserved = job.deduct_sch_gated_resources(ssn.tasks(), min);
         let Some(attr) = self.attr_mut(queue) else {
             return;
         };

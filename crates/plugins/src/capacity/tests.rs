@@ -547,7 +547,7 @@ fn inspect(ssn: &mut Session, args: &[(&str, ArgValue)]) -> Capacity {
 }
 
 fn qid(ssn: &Session, name: &str) -> QueueId {
-    ssn.state.queue_by_name[name]
+    ssn.state.queue_id(name).expect("queue")
 }
 
 fn hierarchy_events<'a>(d: &'a Decisions, queue: &str) -> Vec<&'a Event> {

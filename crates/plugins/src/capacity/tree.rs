@@ -61,8 +61,8 @@ impl QueueTree {
             Queue(QueueId),
             Missing(String),
         }
-        let n = ssn.queues.len();
-        let root = ssn.queue_by_name.get(apis::ROOT_QUEUE).copied();
+        let n = ssn.queues().len();
+        let root = ssn.queue_id(apis::ROOT_QUEUE);
         let parents: Vec<Parent> = ssn
             .queue_ids()
             .map(|q| {
@@ -75,8 +75,8 @@ impl QueueTree {
                 } else {
                     name
                 };
-                match ssn.queue_by_name.get(name) {
-                    Some(&p) => Parent::Queue(p),
+                match ssn.queue_id(name) {
+                    Some(p) => Parent::Queue(p),
                     None => Parent::Missing(name.to_string()),
                 }
             })
@@ -187,7 +187,7 @@ fn describe_cuts(ssn: &SessionState, cuts: &[Cut], reach: &[Reach]) -> Vec<TreeP
                 .filter(|&q| {
                     reach[q] == Reach::Cut(i) && !offenders.contains(&QueueId::from_index(q))
                 })
-                .map(|q| ssn.queues[q].name())
+                .map(|q| ssn.queues()[q].name())
                 .collect();
             let name = |q: QueueId| ssn.queue(q).name().to_string();
             let what = match cut {
@@ -224,7 +224,7 @@ pub(super) fn report_problems(ssn: &mut SessionState, problems: Vec<TreeProblem>
     for p in problems {
         let spec = ssn.queue(p.queue).spec.clone();
         tracing::warn!(plugin = NAME, queue = %spec.name, reason = p.reason, "{}", p.message);
-        ssn.events.push(Event {
+        ssn.record_event(Event {
             object: ObjectRef {
                 kind: "Queue",
                 namespace: None,

@@ -323,7 +323,7 @@ impl Plugin for ExtenderPlugin {
     }
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
-        self.http = ssn.options.http.clone();
+        self.http = ssn.options().http.clone();
         *self
             .unreachable
             .get_mut()

@@ -329,7 +329,7 @@ fn overused_and_job_ready_fall_back_as_volcano_does() {
             ],
             script,
         );
-        let q = ssn.state.queue_by_name["default"];
+        let q = ssn.state.queue_id("default").expect("queue");
         let job = ssn.state.job_ids().next().expect("a job");
         assert_eq!(ssn.overused(q), overused);
         assert_eq!(ssn.job_ready(job), ready);

@@ -107,7 +107,7 @@ pub fn job(ssn: &SessionState, id: JobId) -> Value {
         .map(|t| (ssn.task(*t).spec.uid.clone(), task(ssn, *t)))
         .collect();
     let pod_group = ssn
-        .snapshot
+        .snapshot()
         .pod_group(&format!("{}/{}", j.namespace, j.name))
         .and_then(|pg| serde_json::to_value(pg.as_ref()).ok());
     json!({
@@ -153,7 +153,7 @@ pub fn session_open(ssn: &SessionState) -> Value {
         .node_ids()
         .map(|n| (ssn.node(n).name().to_string(), node(ssn, n)))
         .collect();
-    let queues: Map<String, Value> = (0..ssn.queues.len())
+    let queues: Map<String, Value> = (0..ssn.queues().len())
         .map(QueueId::from_index)
         .map(|q| (ssn.queue(q).spec.name.clone(), queue(ssn, q)))
         .collect();

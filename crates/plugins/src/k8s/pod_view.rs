@@ -36,12 +36,12 @@ impl PodView {
     ) -> Self {
         let mut view = PodView {
             hidden: HashSet::new(),
-            hidden_per_node: vec![0; ssn.nodes.len()],
+            hidden_per_node: vec![0; ssn.nodes().len()],
             required_anti_affinity: track_required_anti_affinity.then(BTreeSet::new),
             pod_affinity: track_pod_affinity.then(BTreeSet::new),
         };
         if track_required_anti_affinity || track_pod_affinity {
-            for node in &ssn.nodes {
+            for node in ssn.nodes() {
                 for &(task, _) in &node.tasks {
                     view.index(ssn, task);
                 }
@@ -109,7 +109,7 @@ impl PodView {
 
     /// Every placed pod, node by node.
     pub fn placed<'a>(&'a self, ssn: &'a SessionState) -> impl Iterator<Item = PlacedPod<'a>> + 'a {
-        ssn.nodes.iter().flat_map(move |node| {
+        ssn.nodes().iter().flat_map(move |node| {
             node.tasks
                 .iter()
                 .filter(move |&&(task, _)| self.is_visible(task))
@@ -219,12 +219,12 @@ pub fn has_spread_constraint(pod: &Pod, action: &str) -> bool {
 
 /// A namespace's labels from the session snapshot (`None`: unknown namespace).
 pub fn namespace_labels(ssn: &SessionState, namespace: &str) -> Option<BTreeMap<String, String>> {
-    ssn.snapshot
+    ssn.snapshot()
         .namespace(namespace)
         .map(|ns| ns.metadata.labels.clone().unwrap_or_default())
 }
 
 /// Every node object of the session, in session order.
 pub fn all_nodes(ssn: &SessionState) -> Vec<&Node> {
-    ssn.nodes.iter().map(|n| n.spec.node.as_ref()).collect()
+    ssn.nodes().iter().map(|n| n.spec.node.as_ref()).collect()
 }

@@ -246,7 +246,7 @@ fn exceeded_names(used: &Resource, limit: &GroupLimit) -> Vec<String> {
 
 /// The queue named `name`, if it is in the session.
 fn queue_named(ssn: &SessionState, name: &str) -> Option<QueueId> {
-    ssn.queue_by_name.get(name).copied()
+    ssn.queue_id(name)
 }
 
 /// The affinity a queue without its own inherits: that of the nearest ancestor with one,
@@ -298,7 +298,7 @@ impl NodeGroupPlugin {
     /// allocated amounts from the tasks already placed.
     fn init(&mut self, ssn: &SessionState) {
         let own: Vec<Option<Arc<GroupAffinity>>> = ssn
-            .queues
+            .queues()
             .iter()
             .map(|q| {
                 q.spec
@@ -342,7 +342,7 @@ impl NodeGroupPlugin {
             })
             .collect();
 
-        for job in &ssn.jobs {
+        for job in ssn.jobs() {
             let Some(queue) = job.queue else { continue };
             for &task in &job.tasks {
                 if ssn.task(task).status.is_allocated() {

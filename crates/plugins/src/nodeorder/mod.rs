@@ -305,7 +305,7 @@ struct ImageSpread {
 impl ImageSpread {
     fn scan(ssn: &SessionState, name: &str) -> Self {
         let size_on_node: Vec<Option<i64>> = ssn
-            .nodes
+            .nodes()
             .iter()
             .map(|node| {
                 let images = node
@@ -426,7 +426,7 @@ impl NodeOrder {
         let Some(spec) = pod.spec.as_ref() else {
             return 0;
         };
-        let total_nodes = ssn.nodes.len();
+        let total_nodes = ssn.nodes().len();
         let containers: Vec<_> = spec
             .init_containers
             .iter()
@@ -588,7 +588,7 @@ impl Plugin for NodeOrder {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.view = PodView::open(ssn, false, self.weights.pod_affinity != 0);
-        self.nodes = ssn.nodes.iter().map(|_| OnceLock::new()).collect();
+        self.nodes = ssn.nodes().iter().map(|_| OnceLock::new()).collect();
     }
 
     fn extension_points(&self) -> ExtensionPoints {

@@ -122,7 +122,7 @@ pub fn victims(
             high.push((n, load));
         }
     }
-    if low.is_empty() || low.len() == ssn.nodes.len() || high.is_empty() {
+    if low.is_empty() || low.len() == ssn.nodes().len() || high.is_empty() {
         return Vec::new();
     }
     // The low nodes' room up to the targets, in millicores and bytes.

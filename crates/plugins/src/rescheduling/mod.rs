@@ -173,9 +173,9 @@ impl Plugin for Rescheduling {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.due = ssn
-            .options
+            .options()
             .memory
-            .interval_elapsed(TIMER, ssn.now, self.args.interval);
+            .interval_elapsed(TIMER, ssn.now(), self.args.interval);
     }
 
     fn extension_points(&self) -> ExtensionPoints {

@@ -460,7 +460,7 @@ impl Plugin for ResourceStrategyFit {
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         if self.strategy.weight > 0 {
             self.pod_strategies = ssn
-                .tasks
+                .tasks()
                 .iter()
                 .enumerate()
                 .filter_map(|(i, t)| match PodStrategy::of(&t.spec.pod) {
@@ -474,7 +474,7 @@ impl Plugin for ResourceStrategyFit {
                 .sra
                 .resources
                 .keys()
-                .filter(|name| !ssn.nodes.iter().any(|n| n.spec.capacity.get(name) > 0.0))
+                .filter(|name| !ssn.nodes().iter().any(|n| n.spec.capacity.get(name) > 0.0))
                 .map(String::as_str)
                 .collect();
             if !missing.is_empty() {

@@ -173,7 +173,7 @@ impl ResourceQuotaPlugin {
         if j.implicit {
             return j.min_resources.as_ref().map(standalone_usage);
         }
-        let pg = ssn.snapshot.pod_group(&j.uid)?;
+        let pg = ssn.snapshot().pod_group(&j.uid)?;
         let list = pg.spec.min_resources.as_ref()?;
         Some(read_list(Some(list), "minResources"))
     }
@@ -191,7 +191,7 @@ impl Plugin for ResourceQuotaPlugin {
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         // The snapshot is ordered by `namespace/name`, so each namespace's quotas are checked
         // in name order (Volcano walks a Go map, in no fixed order).
-        for rq in ssn.snapshot.resource_quotas() {
+        for rq in ssn.snapshot().resource_quotas() {
             let ns = rq
                 .metadata
                 .namespace

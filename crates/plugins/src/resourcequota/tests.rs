@@ -220,10 +220,10 @@ fn r1b_second_job_beyond_the_quota_is_rejected_with_the_event() {
                 limited: map[cpu:8]";
     assert_eq!(p.enqueue_rejection(&ssn.state, b).as_deref(), Some(want));
     assert_eq!(p.enqueue_rejection(&ssn.state, a), None);
-    assert!(ssn.state.events.is_empty());
+    assert!(ssn.state.events().is_empty());
     p.on_session_close(&mut ssn.state);
-    assert_eq!(ssn.state.events.len(), 1);
-    let e = &ssn.state.events[0];
+    assert_eq!(ssn.state.events().len(), 1);
+    let e = &ssn.state.events()[0];
     assert_eq!(e.type_, EventType::Normal);
     assert_eq!(e.reason, "Unschedulable");
     assert_eq!(e.message, want);
@@ -494,8 +494,8 @@ fn standalone_pod_is_judged_by_its_quota_usage() {
     assert_eq!(p.job_enqueueable(&ssn.state, small), PERMIT);
     assert_eq!(p.job_enqueueable(&ssn.state, big), REJECT);
     p.on_session_close(&mut ssn.state);
-    assert_eq!(ssn.state.events[0].object.kind, "Pod");
-    assert_eq!(ssn.state.events[0].object.name, "big");
+    assert_eq!(ssn.state.events()[0].object.kind, "Pod");
+    assert_eq!(ssn.state.events()[0].object.name, "big");
 }
 
 #[test]

@@ -351,7 +351,7 @@ impl UsagePlugin {
                     .and_then(|s| s.start_time.as_ref());
                 match started {
                     None => true,
-                    Some(start) => ssn.now.duration_since(start.0) < self.metrics_interval,
+                    Some(start) => ssn.now().duration_since(start.0) < self.metrics_interval,
                 }
             }
             _ => false,
@@ -366,7 +366,7 @@ impl Plugin for UsagePlugin {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.shadow.clear();
-        if let Some(interval) = ssn.conf.metrics.get("interval")
+        if let Some(interval) = ssn.conf().metrics.get("interval")
             && let Some(nanos) = engine::conf::parse_go_duration(interval)
             && nanos > 0
         {
@@ -392,7 +392,7 @@ impl Plugin for UsagePlugin {
     }
 
     fn predicate(&self, ssn: &SessionState, _task: TaskId, node: NodeId) -> Result<(), FitError> {
-        let Some(usage) = fresh_usage(ssn.node(node), ssn.now) else {
+        let Some(usage) = fresh_usage(ssn.node(node), ssn.now()) else {
             return Ok(());
         };
         let reason = if usage.cpu_percent > self.args.cpu_threshold {
@@ -411,7 +411,7 @@ impl Plugin for UsagePlugin {
 
     fn node_order(&self, ssn: &SessionState, _task: TaskId, node: NodeId) -> Result<f64, String> {
         let node = ssn.node(node);
-        if fresh_usage(node, ssn.now).is_none() {
+        if fresh_usage(node, ssn.now()).is_none() {
             return Ok(0.0);
         }
         let (cpu, mem) = self.composites(node);

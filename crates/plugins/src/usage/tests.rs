@@ -303,7 +303,6 @@ fn tasks_invisible_to_metrics_are_placed_or_recently_started() {
         c.pod(p);
     }
     let mut ssn = c.session(&[&[]]);
-    ssn.state.conf = std::sync::Arc::new(crate::testutil::conf(Vec::new()));
     let mut plugin = UsagePlugin {
         args: UsageArgs::default(),
         metrics_interval: SignedDuration::from_mins(5),

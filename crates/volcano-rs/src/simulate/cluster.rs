@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use apis::{PodGroup, Queue};
 use engine::framework::Decisions;
-use engine::framework::session::job_status_to_api;
+use engine::model::job::job_status_to_api;
 use std::sync::Arc;
 
 use ::cluster::shared::Shared;

@@ -69,7 +69,7 @@ fn read_args(ssn: &Session, kind: EvictionKind) -> GangArgs {
         predicate_cache: true,
         refuse_take_back: true,
     };
-    if let Some(args) = ssn.state.conf.action_arguments(action) {
+    if let Some(args) = ssn.state.conf().action_arguments(action) {
         let mut max_domains = 8;
         match args.get_int("maxDomains", &mut max_domains) {
             Err(e) => tracing::warn!(action, error = %e, "argument ignored"),
@@ -89,7 +89,7 @@ fn read_args(ssn: &Session, kind: EvictionKind) -> GangArgs {
             }
         }
     }
-    if let Some(args) = ssn.state.conf.action_arguments("allocate")
+    if let Some(args) = ssn.state.conf().action_arguments("allocate")
         && let Err(e) = args.get_bool("predicateErrorCacheEnable", &mut out.predicate_cache)
     {
         tracing::warn!(action, error = %e, "allocate's predicateErrorCacheEnable ignored");

@@ -40,7 +40,7 @@ impl PreemptArgs {
             topology_aware: false,
             candidates: CandidateArgs::DEFAULT,
         };
-        let Some(args) = ssn.state.conf.action_arguments(action) else {
+        let Some(args) = ssn.state.conf().action_arguments(action) else {
             return read;
         };
         if let Err(e) = args.get_bool(ENABLE_KEY, &mut read.topology_aware) {

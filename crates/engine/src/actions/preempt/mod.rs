@@ -175,7 +175,7 @@ fn eligible_to_preempt(ssn: &Session, task: TaskId) -> Result<(), String> {
     let Some(nominated) = &spec.nominated_node_name else {
         return Ok(());
     };
-    let Some(&node) = ssn.state.node_by_name.get(nominated) else {
+    let Some(node) = ssn.state.node_id(nominated) else {
         return Err(format!("nominated node {nominated} is not in the session"));
     };
     let err = match ssn.predicate(task, node) {
@@ -243,8 +243,8 @@ fn normal_preempt(
         }
         // `volcano_pod_preemption_victims` / `volcano_total_preemption_attempts` (Volcano sets
         // them per node considered).
-        ssn.state.decisions.preemption_attempts += 1;
-        ssn.state.decisions.preemption_victims = Some(victims.len());
+        ssn.state.record_preemption_attempt();
+        ssn.state.record_preemption_victims(victims.len());
         victims
     })
 }

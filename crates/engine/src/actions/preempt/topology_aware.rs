@@ -118,7 +118,7 @@ pub(super) fn preempt(
     }
     for (cost, candidate) in ranked {
         // `volcano_total_preemption_attempts`: once per candidate the task is placed on.
-        ssn.state.decisions.preemption_attempts += 1;
+        ssn.state.record_preemption_attempt();
         let node = candidate.node;
         match evict_and_pipeline(ssn, stmt, task, &candidate, rules) {
             Ok(()) => {
@@ -157,7 +157,7 @@ fn find_candidates(
         }
         let allowed = node_victims(ssn, task, node, scope);
         // `volcano_pod_preemption_victims`: Volcano sets it for every node of the dry run.
-        ssn.state.decisions.preemption_victims = Some(allowed.len());
+        ssn.state.record_preemption_victims(allowed.len());
         if allowed.is_empty() || !victims_cover(ssn, task, node, &allowed) {
             continue;
         }
@@ -278,7 +278,7 @@ fn earliest_start_of_highest(ssn: &Session, victims: &[TaskId]) -> Timestamp {
             _ => Some((priority, start)),
         };
     }
-    best.map_or(ssn.state.now, |(_, s)| s)
+    best.map_or(ssn.state.now(), |(_, s)| s)
 }
 
 /// The pod's `status.startTime`, or the session's `now` when unset.
@@ -290,7 +290,7 @@ fn start_time(ssn: &Session, task: TaskId) -> Timestamp {
         .status
         .as_ref()
         .and_then(|s| s.start_time.as_ref())
-        .map_or(ssn.state.now, |t| t.0)
+        .map_or(ssn.state.now(), |t| t.0)
 }
 
 #[cfg(test)]
@@ -386,7 +386,7 @@ mod tests {
         assert_eq!(pipelined_on(&ssn, "high-x-0").as_deref(), Some("n2"));
         assert_eq!(status(&ssn, "a-x-0"), TaskStatus::Running);
         // Both candidates were dry-run, one was placed on.
-        assert_eq!(ssn.state.decisions.preemption_attempts, 1);
+        assert_eq!(ssn.state.decisions().preemption_attempts, 1);
     }
 
     #[test]
@@ -421,7 +421,7 @@ mod tests {
             cost(&ssn, &candidate("a-x-0", 0)),
             cost(&ssn, &candidate("b-x-0", 1)),
         );
-        assert_eq!(a.latest_start, Reverse(ssn.state.now));
+        assert_eq!(a.latest_start, Reverse(ssn.state.now()));
         assert_eq!(b.latest_start, Reverse(ts("2024-01-01T00:00:00Z")));
         assert_eq!(a.priority_sum, 10 + (1 << 31));
         // The test session's `now` is the Unix epoch, before b-x-0 started: b-x-0 started
@@ -449,7 +449,7 @@ mod tests {
         );
         assert_eq!(status(&ssn, "other-x-0"), TaskStatus::Running);
         assert_eq!(pipelined_on(&ssn, "web-x-0").as_deref(), Some("n1"));
-        let e = &ssn.state.decisions.evictions[0];
+        let e = &ssn.state.decisions().evictions[0];
         assert_eq!(e.preemptor.as_deref(), Some("ns/web-x-0"));
     }
 
@@ -534,7 +534,7 @@ mod tests {
         );
         assert_eq!(pipelined_on(&ssn, "high-x-0").as_deref(), Some("n2"));
         assert_eq!(status(&ssn, "low-x-0"), TaskStatus::Running);
-        assert_eq!(ssn.state.decisions.preemption_attempts, 2);
+        assert_eq!(ssn.state.decisions().preemption_attempts, 2);
     }
 
     #[test]

@@ -1,0 +1,623 @@
+//! The session's tables and outputs (spec/framework.md §2.4): what plugins and actions read,
+//! and what only the framework changes.
+//!
+//! [`SessionState`] holds the jobs, tasks, nodes and queues built from a snapshot, the
+//! configuration and options, and the session's outputs (decisions, events, metrics). Its fields
+//! are private to the framework: plugins and actions read through accessors and change the outputs
+//! through the methods below, so that every write has one place where it happens.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::conf::SchedulerConf;
+use crate::model::job::{JobCondition, job_status_from_api};
+use crate::model::node::NodeInfo;
+use crate::model::queue::QueueInfo;
+use crate::model::resource::Resource;
+use crate::model::task::{JobLink, TaskInfo};
+use crate::model::{JobId, JobInfo, NodeId, QueueId, TaskId, TaskStatus};
+use crate::state::Snapshot;
+
+use super::decisions::{Decisions, QueueMetrics};
+
+/// Scheduler-wide knobs that are command-line flags in Volcano (§1.10, §6.0.1), and the
+/// services outside the cluster a session may call.
+#[derive(Clone)]
+pub struct SessionOptions {
+    pub minimum_feasible_nodes: usize,
+    pub minimum_percentage_nodes_to_find: usize,
+    pub percentage_nodes_to_find: usize,
+    /// Name written into eviction messages ("<scheduler>: preempting to accommodate …").
+    pub scheduler_name: String,
+    /// How plugins reach HTTP services (the `extender`); `None` where nothing may be called.
+    pub http: Option<std::sync::Arc<dyn super::outside::HttpCaller>>,
+    /// What plugins remember between sessions; one per scheduler (clones share it).
+    pub memory: std::sync::Arc<super::memory::PluginMemory>,
+    /// The zone daily time windows are read in (`tdm`): the daemon's local zone, as Volcano's
+    /// process reads them; UTC in the simulator, so that results do not depend on the machine.
+    pub time_zone: k8s_openapi::jiff::tz::TimeZone,
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("minimum_feasible_nodes", &self.minimum_feasible_nodes)
+            .field(
+                "minimum_percentage_nodes_to_find",
+                &self.minimum_percentage_nodes_to_find,
+            )
+            .field("percentage_nodes_to_find", &self.percentage_nodes_to_find)
+            .field("scheduler_name", &self.scheduler_name)
+            .field("http", &self.http.is_some())
+            .field("memory", &self.memory)
+            .field("time_zone", &self.time_zone.iana_name())
+            .finish()
+    }
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            minimum_feasible_nodes: 100,
+            minimum_percentage_nodes_to_find: 5,
+            percentage_nodes_to_find: 0,
+            scheduler_name: "volcano-rs".to_string(),
+            http: None,
+            memory: std::sync::Arc::default(),
+            time_zone: k8s_openapi::jiff::tz::TimeZone::UTC,
+        }
+    }
+}
+
+/// Everything plugins and actions read, and what the framework mutates.
+pub struct SessionState {
+    pub(super) uid: String,
+    pub(super) now: Timestamp,
+    pub(super) tasks: Vec<TaskInfo>,
+    pub(super) jobs: Vec<JobInfo>,
+    pub(super) nodes: Vec<NodeInfo>,
+    pub(super) queues: Vec<QueueInfo>,
+    pub(super) job_by_uid: HashMap<String, JobId>,
+    pub(super) node_by_name: HashMap<String, NodeId>,
+    pub(super) queue_by_name: HashMap<String, QueueId>,
+    /// Σ allocatable of the session's nodes.
+    pub(super) total_resource: Resource,
+    pub(super) snapshot: Snapshot,
+    pub(super) conf: Arc<SchedulerConf>,
+    pub(super) options: SessionOptions,
+    /// Names of the configured actions (allocate asks whether `enqueue` runs).
+    pub(super) configured_actions: Vec<String>,
+    /// The action currently running (recorded on evictions).
+    pub(super) current_action: String,
+    /// Filled by fairness plugins at close.
+    pub(super) queue_metrics: BTreeMap<QueueId, QueueMetrics>,
+    /// Filled by plugins (gang, drf) for the job metrics.
+    pub(super) job_metrics: BTreeMap<JobId, super::decisions::JobMetrics>,
+    /// Events recorded by plugins and actions during the session.
+    pub(super) events: Vec<super::decisions::Event>,
+    /// What the session decided so far.
+    pub(super) decisions: Decisions,
+    /// Where the next feasible-node search starts (Volcano's rotating `lastProcessedNodeIndex`,
+    /// so that successive searches spread over the cluster).
+    pub(super) last_processed_node_index: usize,
+}
+
+impl SessionState {
+    pub fn task(&self, id: TaskId) -> &TaskInfo {
+        &self.tasks[id.index()]
+    }
+    pub fn job(&self, id: JobId) -> &JobInfo {
+        &self.jobs[id.index()]
+    }
+    pub fn node(&self, id: NodeId) -> &NodeInfo {
+        &self.nodes[id.index()]
+    }
+    pub fn queue(&self, id: QueueId) -> &QueueInfo {
+        &self.queues[id.index()]
+    }
+
+    pub fn tasks(&self) -> &[TaskInfo] {
+        &self.tasks
+    }
+    pub fn jobs(&self) -> &[JobInfo] {
+        &self.jobs
+    }
+    pub fn nodes(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+    pub fn queues(&self) -> &[QueueInfo] {
+        &self.queues
+    }
+
+    /// The session's id (Volcano's session UID; written into conditions).
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+    /// The session's time: the only clock plugins and actions may read.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+    /// Σ allocatable of the session's nodes.
+    pub fn total_resource(&self) -> &Resource {
+        &self.total_resource
+    }
+    /// The cluster snapshot the session was built from.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+    pub fn conf(&self) -> &SchedulerConf {
+        &self.conf
+    }
+    pub fn options(&self) -> &SessionOptions {
+        &self.options
+    }
+    /// Names of the configured actions (allocate asks whether `enqueue` runs).
+    pub fn configured_actions(&self) -> &[String] {
+        &self.configured_actions
+    }
+    /// The action running now (empty outside actions).
+    pub fn current_action(&self) -> &str {
+        &self.current_action
+    }
+    /// Queue metrics filled by the fairness plugins so far.
+    pub fn queue_metrics(&self) -> &BTreeMap<QueueId, QueueMetrics> {
+        &self.queue_metrics
+    }
+    /// Job metrics filled by plugins so far.
+    pub fn job_metrics(&self) -> &BTreeMap<JobId, super::decisions::JobMetrics> {
+        &self.job_metrics
+    }
+    /// Events recorded so far.
+    pub fn events(&self) -> &[super::decisions::Event] {
+        &self.events
+    }
+
+    /// What the session decided so far, for the engine's tests (nothing reads it mid-session).
+    #[cfg(test)]
+    pub(crate) fn decisions(&self) -> &Decisions {
+        &self.decisions
+    }
+
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.node_by_name.get(name).copied()
+    }
+    pub fn queue_id(&self, name: &str) -> Option<QueueId> {
+        self.queue_by_name.get(name).copied()
+    }
+    /// A job by its uid (`namespace/name` of its PodGroup).
+    pub fn job_id(&self, uid: &str) -> Option<JobId> {
+        self.job_by_uid.get(uid).copied()
+    }
+
+    pub fn job_of(&self, task: TaskId) -> Option<JobId> {
+        self.tasks[task.index()].job
+    }
+
+    /// The queue of a task's job.
+    pub fn queue_of_task(&self, task: TaskId) -> Option<QueueId> {
+        self.job_of(task).and_then(|j| self.jobs[j.index()].queue)
+    }
+
+    pub fn hierarchy_enabled(&self, plugin: &str) -> bool {
+        self.conf.hierarchy_enabled(plugin)
+    }
+
+    pub fn job_ids(&self) -> impl Iterator<Item = JobId> + '_ {
+        (0..self.jobs.len()).map(JobId::from_index)
+    }
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.nodes.len()).map(NodeId::from_index)
+    }
+    pub fn queue_ids(&self) -> impl Iterator<Item = QueueId> + '_ {
+        (0..self.queues.len()).map(QueueId::from_index)
+    }
+
+    /// Tasks of a job in the given status.
+    pub fn job_tasks_in(
+        &self,
+        job: JobId,
+        status: TaskStatus,
+    ) -> impl Iterator<Item = TaskId> + '_ {
+        self.jobs[job.index()]
+            .tasks
+            .iter()
+            .copied()
+            .filter(move |t| self.tasks[t.index()].status == status)
+    }
+
+    /// `TaskSchedulingReason` (§5.5.6): (reason, message, nominated node).
+    pub fn task_scheduling_reason(&self, task: TaskId) -> (String, String, Option<String>) {
+        let t = &self.tasks[task.index()];
+        let (status, node, eviction_occurred) = match &t.last_transaction {
+            Some(ctx) => (ctx.status, ctx.node, ctx.eviction_occurred),
+            None => (t.status, t.node, t.eviction_occurred),
+        };
+        let node_name = node
+            .map(|n| self.nodes[n.index()].name().to_string())
+            .unwrap_or_default();
+        let job = t.job.map(|j| &self.jobs[j.index()]);
+        match status {
+            TaskStatus::Allocated => (
+                "Schedulable".to_string(),
+                format!(
+                    "Pod {} can possibly be assigned to {node_name}, once minAvailable is satisfied",
+                    t.key()
+                ),
+                None,
+            ),
+            TaskStatus::Pipelined => (
+                "Unschedulable".to_string(),
+                format!(
+                    "Pod {} can possibly be assigned to {node_name}, once resource is released and minAvailable is satisfied",
+                    t.key()
+                ),
+                eviction_occurred.then_some(node_name),
+            ),
+            TaskStatus::Pending => {
+                let msg = job
+                    .and_then(|j| j.nodes_fit_errors.get(&task))
+                    .map(|fe| fe.to_string())
+                    .unwrap_or_else(|| job.map(|j| j.job_fit_errors.clone()).unwrap_or_default());
+                ("Unschedulable".to_string(), msg, None)
+            }
+            other => (
+                other.as_str().to_string(),
+                job.map(|j| j.job_fit_errors.clone()).unwrap_or_default(),
+                None,
+            ),
+        }
+    }
+
+    /// `JobInfo.FitError()` with the pending-task reason histogram.
+    pub fn job_fit_error(&self, job: JobId) -> String {
+        let j = &self.jobs[job.index()];
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for t in self.job_tasks_in(job, TaskStatus::Pending) {
+            *reasons.entry(self.task_scheduling_reason(t).0).or_default() += 1;
+        }
+        j.fit_error(&self.tasks, &reasons)
+    }
+
+    /// Records an event on a PodGroup (or, for a standalone pod's implicit job, on the pod).
+    pub fn record_job_event(
+        &mut self,
+        job: JobId,
+        type_: super::decisions::EventType,
+        reason: &str,
+        message: String,
+    ) {
+        let j = &self.jobs[job.index()];
+        let object = if j.implicit {
+            let t = &self.tasks[j.tasks[0].index()];
+            super::decisions::ObjectRef {
+                kind: "Pod",
+                namespace: Some(t.spec.namespace.clone()),
+                name: t.spec.name.clone(),
+                uid: t.spec.uid.clone(),
+            }
+        } else {
+            super::decisions::ObjectRef {
+                kind: "PodGroup",
+                namespace: Some(j.namespace.clone()),
+                name: j.name.clone(),
+                uid: j.pg_uid.clone(),
+            }
+        };
+        self.events.push(super::decisions::Event {
+            object,
+            type_,
+            reason: reason.to_string(),
+            message,
+        });
+    }
+
+    pub fn set_job_condition(&mut self, job: JobId, cond: JobCondition) {
+        self.jobs[job.index()].status.set_condition(cond);
+    }
+
+    /// Records an event.
+    pub fn record_event(&mut self, event: super::decisions::Event) {
+        self.events.push(event);
+    }
+
+    /// Sets a PodGroup's phase (the close compares it with the phase it had).
+    pub fn set_job_phase(&mut self, job: JobId, phase: &str) {
+        phase.clone_into(&mut self.jobs[job.index()].status.phase);
+    }
+
+    /// Why a task found no node this session (`nodes_fit_errors`, read by the close).
+    pub fn record_task_fit_errors(
+        &mut self,
+        job: JobId,
+        task: TaskId,
+        errors: crate::model::FitErrors,
+    ) {
+        self.jobs[job.index()].nodes_fit_errors.insert(task, errors);
+    }
+
+    /// Why the job as a whole waits (`job_fit_errors`).
+    pub fn set_job_fit_error(&mut self, job: JobId, message: String) {
+        self.jobs[job.index()].job_fit_errors = message;
+    }
+
+    /// A plugin's figures for a queue, shown in the queue metrics.
+    pub fn queue_metrics_mut(&mut self, queue: QueueId) -> &mut QueueMetrics {
+        self.queue_metrics.entry(queue).or_default()
+    }
+
+    /// A plugin's figures for a job, shown in the job metrics.
+    pub fn job_metrics_mut(&mut self, job: JobId) -> &mut super::decisions::JobMetrics {
+        self.job_metrics.entry(job).or_default()
+    }
+
+    /// Where the next feasible-node search starts (Volcano's rotating
+    /// `lastProcessedNodeIndex`, so that successive searches spread over the cluster).
+    pub fn node_search_start(&self) -> usize {
+        self.last_processed_node_index
+    }
+    pub fn set_node_search_start(&mut self, index: usize) {
+        self.last_processed_node_index = index;
+    }
+
+    /// How many jobs could not be scheduled (`volcano_unschedule_job_count`; gang counts them).
+    pub fn record_unschedulable_jobs(&mut self, jobs: usize) {
+        self.decisions.unschedulable_jobs = Some(jobs);
+    }
+
+    /// One node tried for a preemptor (`volcano_total_preemption_attempts`).
+    pub fn record_preemption_attempt(&mut self) {
+        self.decisions.preemption_attempts += 1;
+    }
+    /// The victims proposed on the last node tried (`volcano_pod_preemption_victims`).
+    pub fn record_preemption_victims(&mut self, victims: usize) {
+        self.decisions.preemption_victims = Some(victims);
+    }
+
+    /// Marks the start of an action (its name goes on the evictions it makes).
+    pub fn begin_action(&mut self, name: &str) {
+        name.clone_into(&mut self.current_action);
+    }
+    /// Marks the end of the running action, which joins the list of actions run.
+    pub fn end_action(&mut self) {
+        let name = std::mem::take(&mut self.current_action);
+        self.decisions.actions_run.push(name);
+    }
+}
+
+pub(super) fn build_state(
+    snapshot: &Snapshot,
+    conf: Arc<SchedulerConf>,
+    options: SessionOptions,
+    now: Timestamp,
+    uid: String,
+) -> SessionState {
+    let default_queue = snapshot.options().default_queue.clone();
+
+    let mut queues = Vec::new();
+    let mut queue_by_name = HashMap::new();
+    for q in snapshot.queues() {
+        queue_by_name.insert(q.name.clone(), QueueId::from_index(queues.len()));
+        queues.push(QueueInfo { spec: q.clone() });
+    }
+
+    let mut nodes = Vec::new();
+    let mut node_by_name = HashMap::new();
+    let mut total_resource = Resource::empty();
+    for n in snapshot.nodes_in_order() {
+        node_by_name.insert(n.name.clone(), NodeId::from_index(nodes.len()));
+        total_resource.add(&n.allocatable);
+        let mut info = NodeInfo::new(n.clone());
+        info.usage = snapshot.node_usage(&n.name);
+        nodes.push(info);
+    }
+
+    // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we
+    // also say why on the PodGroup (the executor publishes an identical event once).
+    let mut jobs: Vec<JobInfo> = Vec::new();
+    let mut job_by_uid = HashMap::new();
+    let mut events = Vec::new();
+    for (key, pg) in snapshot.pod_groups() {
+        let queue_name = if pg.spec.queue.is_empty() {
+            default_queue.clone()
+        } else {
+            pg.spec.queue.clone()
+        };
+        let Some(&queue) = queue_by_name.get(&queue_name) else {
+            tracing::debug!(pod_group = %key, queue = %queue_name, "queue not found; job skipped");
+            events.push(super::decisions::Event {
+                object: pg_ref(pg),
+                type_: super::decisions::EventType::Warning,
+                reason: "QueueNotFound".to_string(),
+                message: format!("queue {queue_name} does not exist; the pod group is not scheduled until it does"),
+            });
+            continue;
+        };
+        if !pg.spec.priority_class_name.is_empty()
+            && !snapshot
+                .priority_classes()
+                .contains_key(&pg.spec.priority_class_name)
+        {
+            events.push(super::decisions::Event {
+                object: pg_ref(pg),
+                type_: super::decisions::EventType::Warning,
+                reason: "PriorityClassNotFound".to_string(),
+                message: format!(
+                    "priority class {} does not exist; the job gets the default priority",
+                    pg.spec.priority_class_name
+                ),
+            });
+        }
+        let job = job_from_pod_group(snapshot, key, pg, queue_name, queue);
+        job_by_uid.insert(key.clone(), JobId::from_index(jobs.len()));
+        jobs.push(job);
+    }
+
+    // Tasks; a standalone pod of ours gets its own one-pod job.
+    let mut tasks: Vec<TaskInfo> = Vec::with_capacity(snapshot.pod_count());
+    for spec in snapshot.pods() {
+        let job = match &spec.job {
+            JobLink::PodGroup(uid) => job_by_uid.get(uid).copied(),
+            JobLink::Standalone { queue } => match queue_by_name.get(queue) {
+                Some(&qid) if !spec.status.is_completed() || spec.node_name.is_some() => {
+                    let id = JobId::from_index(jobs.len());
+                    let job = implicit_job(snapshot, spec, queue, qid);
+                    let uid = job.uid.clone();
+                    job_by_uid.insert(uid, id);
+                    jobs.push(job);
+                    Some(id)
+                }
+                _ => None,
+            },
+            JobLink::None => None,
+        };
+        // Finished pods hold no node resources (§5.6).
+        let node = match (&spec.node_name, spec.status.is_completed()) {
+            (Some(n), false) => node_by_name.get(n).copied(),
+            _ => None,
+        };
+        let id = TaskId::from_index(tasks.len());
+        let task = TaskInfo::new(spec.clone(), job, node);
+        if let Some(n) = node
+            && let Err(e) = nodes[n.index()].add_task(id, &task)
+        {
+            tracing::warn!(error = %e, "task not added to its node");
+        }
+        if let Some(j) = job {
+            let info = &mut jobs[j.index()];
+            // A standalone pod's job stands for the PodGroup Volcano's controller would create
+            // for it, whose minResources are the pod's requests (spec/kubernetes.md §4.6), so
+            // the enqueue gate judges it as Volcano would.
+            if info.implicit && info.min_resources.is_none() {
+                info.min_resources = Some(task.resreq().clone());
+            }
+            info.add_task(id, &task);
+        }
+        tasks.push(task);
+    }
+
+    for job in &mut jobs {
+        job.owned = job.tasks.is_empty() || job.tasks.iter().any(|t| tasks[t.index()].spec.ours);
+    }
+
+    SessionState {
+        uid,
+        now,
+        tasks,
+        jobs,
+        nodes,
+        queues,
+        job_by_uid,
+        node_by_name,
+        queue_by_name,
+        total_resource,
+        snapshot: snapshot.clone(),
+        configured_actions: conf.actions.clone(),
+        conf,
+        options,
+        current_action: String::new(),
+        queue_metrics: BTreeMap::new(),
+        job_metrics: BTreeMap::new(),
+        events,
+        decisions: Decisions::default(),
+        last_processed_node_index: 0,
+    }
+}
+
+/// The PodGroup as an event's object.
+fn pg_ref(pg: &apis::PodGroup) -> super::decisions::ObjectRef {
+    super::decisions::ObjectRef {
+        kind: "PodGroup",
+        namespace: Some(
+            pg.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+        ),
+        name: pg.metadata.name.clone().unwrap_or_default(),
+        uid: pg.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+/// A PodGroup's job (§2.4), without tasks yet.
+fn job_from_pod_group(
+    snapshot: &Snapshot,
+    key: &str,
+    pg: &apis::PodGroup,
+    queue_name: String,
+    queue: QueueId,
+) -> JobInfo {
+    let mut job = JobInfo::new(
+        key.to_string(),
+        pg.metadata.name.clone().unwrap_or_default(),
+        pg.metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string()),
+        queue_name,
+        pg.spec.min_member,
+    );
+    job.queue = Some(queue);
+    job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
+    job.task_min_available = pg.spec.min_task_member.clone();
+    job.task_min_available_total = pg.spec.min_task_member.values().sum();
+    job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);
+    job.priority_class_name = pg.spec.priority_class_name.clone();
+    job.priority = snapshot.job_priority(&pg.spec.priority_class_name);
+    job.creation = pg.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let annotations = pg.metadata.annotations.clone().unwrap_or_default();
+    let labels = pg.metadata.labels.as_ref();
+    let stated = annotations
+        .get(apis::keys::PREEMPTABLE)
+        .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)));
+    job.preemptable_stated = stated.is_some();
+    job.preemptable = stated
+        .map(|v| crate::model::task::parse_go_bool(v).unwrap_or(false))
+        .unwrap_or(false);
+    job.revocable_zone = match annotations
+        .get(apis::keys::REVOCABLE_ZONE)
+        .map(String::as_str)
+    {
+        Some("*") => "*".to_string(),
+        Some(_) => String::new(),
+        None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => {
+            "*".to_string()
+        }
+        None => String::new(),
+    };
+    job.annotations = Arc::new(annotations);
+    let status = pg
+        .status
+        .as_ref()
+        .map(job_status_from_api)
+        .unwrap_or_default();
+    job.baseline = Some(status.clone());
+    job.status = status;
+    job
+}
+
+/// The one-pod job a standalone pod of ours gets (the PodGroup Volcano's controller would
+/// create for it).
+fn implicit_job(
+    snapshot: &Snapshot,
+    spec: &crate::model::task::TaskSpec,
+    queue: &str,
+    qid: QueueId,
+) -> JobInfo {
+    let name = format!("podgroup-{}", spec.uid);
+    let uid = format!("{}/{name}", spec.namespace);
+    let mut job = JobInfo::new(uid, name, spec.namespace.clone(), queue.to_string(), 1);
+    job.implicit = true;
+    job.queue = Some(qid);
+    let class = spec
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.priority_class_name.clone())
+        .unwrap_or_default();
+    job.priority = snapshot.job_priority(&class);
+    job.priority_class_name = class;
+    job.creation = spec.creation;
+    job
+}
