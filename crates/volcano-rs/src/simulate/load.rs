@@ -208,20 +208,7 @@ impl SimInput {
             .unwrap_or("");
 
         if kind.ends_with("List") && (kind == "List" || object.contains_key("items")) {
-            let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
-            return match object.get("items") {
-                None | Some(Value::Null) => Ok(()),
-                Some(Value::Array(items)) => {
-                    for (i, item) in items.iter().enumerate() {
-                        self.add_value(file, &format!("{location}, items[{i}]"), item, item_kind)?;
-                    }
-                    Ok(())
-                }
-                Some(other) => Err(input_error(
-                    location.to_string(),
-                    format!("items: expected a list, found {}", json_type(other)),
-                )),
-            };
+            return self.add_list(file, location, kind, object.get("items"));
         }
 
         let name = object
@@ -236,33 +223,9 @@ impl SimInput {
             .filter(|ns| !ns.is_empty())
             .unwrap_or("default");
 
-        if kind == cluster::dump::CONF_KIND && api_version == cluster::dump::CONF_API_VERSION {
-            let Some(text) = object.get("conf").and_then(Value::as_str) else {
-                return Err(input_error(
-                    location.to_string(),
-                    "conf: expected the configuration as a string".to_string(),
-                ));
-            };
-            let located = format!("{file}: {location} ({kind})");
-            if self.scheduler_conf.is_some() {
-                self.warnings.push(format!(
-                    "{located}: a second scheduler configuration; the later one is used"
-                ));
-            }
-            self.scheduler_conf = Some((located, text.to_string()));
-            return Ok(());
-        }
-        if kind == cluster::dump::NODE_USAGE_KIND && api_version == cluster::dump::CONF_API_VERSION
+        if api_version == cluster::dump::CONF_API_VERSION
+            && self.add_dump_document(file, location, kind, name, value)?
         {
-            let doc: cluster::dump::NodeUsageDocument = serde_json::from_value(value.clone())
-                .map_err(|e| input_error(format!("{location} ({kind} {name})"), e.to_string()))?;
-            if !(doc.cpu.is_finite() && doc.memory.is_finite()) {
-                return Err(input_error(
-                    format!("{location} ({kind} {name})"),
-                    "cpu, memory: expected finite percentages".to_string(),
-                ));
-            }
-            self.node_usage.push(doc);
             return Ok(());
         }
         let Some(known) = Kind::from_name(kind) else {
@@ -286,12 +249,102 @@ impl SimInput {
         } else {
             name.to_string()
         };
-        let located = format!("{location} ({kind} {key})");
-        let fail = |message: String| input_error(located.clone(), message);
         if name.is_empty() {
-            return Err(fail("metadata.name: missing or empty".to_string()));
+            return Err(input_error(
+                format!("{location} ({kind} {key})"),
+                "metadata.name: missing or empty".to_string(),
+            ));
         }
+        self.add_known(file, location, known, key, value)
+    }
 
+    /// The items of a `List` (or `<Kind>List`), each read as an object of the item kind.
+    fn add_list(
+        &mut self,
+        file: &str,
+        location: &str,
+        kind: &str,
+        items: Option<&Value>,
+    ) -> Result<(), SimError> {
+        let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
+        match items {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.add_value(file, &format!("{location}, items[{i}]"), item, item_kind)?;
+                }
+                Ok(())
+            }
+            Some(other) => Err(SimError::Input {
+                file: file.to_string(),
+                location: location.to_string(),
+                message: format!("items: expected a list, found {}", json_type(other)),
+            }),
+        }
+    }
+
+    /// The documents a state dump adds beside the objects: the configuration in force and the
+    /// node load. `Ok(false)` when the object is neither.
+    fn add_dump_document(
+        &mut self,
+        file: &str,
+        location: &str,
+        kind: &str,
+        name: &str,
+        value: &Value,
+    ) -> Result<bool, SimError> {
+        let input_error = |location: String, message: String| SimError::Input {
+            file: file.to_string(),
+            location,
+            message,
+        };
+        if kind == cluster::dump::CONF_KIND {
+            let Some(text) = value.get("conf").and_then(Value::as_str) else {
+                return Err(input_error(
+                    location.to_string(),
+                    "conf: expected the configuration as a string".to_string(),
+                ));
+            };
+            let located = format!("{file}: {location} ({kind})");
+            if self.scheduler_conf.is_some() {
+                self.warnings.push(format!(
+                    "{located}: a second scheduler configuration; the later one is used"
+                ));
+            }
+            self.scheduler_conf = Some((located, text.to_string()));
+            return Ok(true);
+        }
+        if kind == cluster::dump::NODE_USAGE_KIND {
+            let doc: cluster::dump::NodeUsageDocument = serde_json::from_value(value.clone())
+                .map_err(|e| input_error(format!("{location} ({kind} {name})"), e.to_string()))?;
+            if !(doc.cpu.is_finite() && doc.memory.is_finite()) {
+                return Err(input_error(
+                    format!("{location} ({kind} {name})"),
+                    "cpu, memory: expected finite percentages".to_string(),
+                ));
+            }
+            self.node_usage.push(doc);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// One object of a simulated kind, decoded into its type.
+    fn add_known(
+        &mut self,
+        file: &str,
+        location: &str,
+        known: Kind,
+        key: String,
+        value: &Value,
+    ) -> Result<(), SimError> {
+        let kind = known.name();
+        let located = format!("{location} ({kind} {key})");
+        let fail = |message: String| SimError::Input {
+            file: file.to_string(),
+            location: located.clone(),
+            message,
+        };
         match known {
             Kind::Node => self.nodes.push(typed(value, known, &fail)?),
             Kind::Pod => self.pods.push(typed(value, known, &fail)?),
@@ -317,7 +370,7 @@ impl SimInput {
             }
             Kind::Namespace => self.namespaces.push(typed(value, known, &fail)?),
         }
-        if !self.seen.insert((known, key.clone())) {
+        if !self.seen.insert((known, key)) {
             self.warnings.push(format!(
                 "{file}: {located}: defined more than once; the later definition replaces the earlier one"
             ));
