@@ -56,6 +56,9 @@
 //!   configuration after a reload that removed it (`framework.md` §1.6, "stickiness"); volcano-rs
 //!   reads every action argument from the configuration in force, falling back to the default.
 //! * Duplicate mapping keys are rejected, and the input must be a single YAML document.
+//! * A quoted boolean word (`enableJobOrder: "false"`) is accepted for an enable flag; Volcano's
+//!   decoder refuses the whole file for it.
+//! * Nesting deeper than [`MAX_DEPTH`] levels is refused (Volcano's own files need 7).
 
 pub mod arguments;
 pub mod duration;
