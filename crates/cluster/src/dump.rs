@@ -160,6 +160,18 @@ pub fn dump_yaml(state: &ClusterState, conf: Option<&SchedulerConf>) -> String {
     for x in &o.resource_quotas {
         push(&mut out, &clean(x.as_ref()));
     }
+    for x in &o.storage_classes {
+        push(&mut out, &clean(x.as_ref()));
+    }
+    for x in &o.csi_nodes {
+        push(&mut out, &clean(x.as_ref()));
+    }
+    for x in &o.volumes {
+        push(&mut out, &clean(x.as_ref()));
+    }
+    for x in &o.claims {
+        push(&mut out, &clean(x.as_ref()));
+    }
     for x in &o.pods {
         push(&mut out, &redact_pod(x.as_ref()));
     }

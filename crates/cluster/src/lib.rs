@@ -1,7 +1,8 @@
 //! Kubernetes I/O for volcano-rs (DESIGN.md "Kubernetes notes"; spec/kubernetes.md).
 //!
 //! * [`watch`]: kube-rs watchers mirror Pods, Nodes, PodGroups, Queues, PriorityClasses, PDBs,
-//!   ResourceQuotas and Namespaces into the engine's `ClusterState`, event by event.
+//!   ResourceQuotas, Namespaces, PersistentVolumeClaims, PersistentVolumes, StorageClasses and
+//!   CSINodes into the engine's `ClusterState`, event by event.
 //! * [`shared`]: the state shared between watchers, the session loop and the executor.
 //! * [`executor`]: turns a session's decisions into API calls (binds, evictions, status,
 //!   events) with bounded concurrency and a client-side rate limit.

@@ -18,6 +18,10 @@ pub const MIRRORED_KINDS: &[&str] = &[
     "PodDisruptionBudget",
     "ResourceQuota",
     "Namespace",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
 ];
 
 pub struct Shared {

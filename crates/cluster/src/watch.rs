@@ -1,4 +1,5 @@
-//! Watchers: every mirrored kind is watched with kube-rs and applied to the shared
+//! Watchers: every mirrored kind (the scheduling objects, and the storage objects the volume
+//! predicates read) is watched with kube-rs and applied to the shared
 //! `ClusterState` one event at a time (spec/kubernetes.md §4).
 //!
 //! A watch that errors, expires (410 Gone) or disconnects is restarted by kube-rs with a
@@ -21,9 +22,12 @@ use apis::{PodGroup, Queue};
 use engine::framework::{Event as SchedEvent, EventType, ObjectRef};
 use engine::state::ClusterState;
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ResourceQuota};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ResourceQuota,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -114,7 +118,28 @@ namespaced!(
     delete_resource_quota,
     |_: ()| false
 );
+// A claim that turns Bound can make a waiting pod schedulable: worth a session now.
+namespaced!(
+    PersistentVolumeClaim,
+    "PersistentVolumeClaim",
+    upsert_claim,
+    delete_claim,
+    |_: ()| true
+);
 cluster_scoped!(Node, "Node", upsert_node, delete_node);
+cluster_scoped!(
+    PersistentVolume,
+    "PersistentVolume",
+    upsert_volume,
+    delete_volume
+);
+cluster_scoped!(
+    StorageClass,
+    "StorageClass",
+    upsert_storage_class,
+    delete_storage_class
+);
+cluster_scoped!(CSINode, "CSINode", upsert_csi_node, delete_csi_node);
 cluster_scoped!(Queue, "Queue", upsert_queue, delete_queue);
 cluster_scoped!(
     PriorityClass,
@@ -499,6 +524,22 @@ pub fn spawn_all(
         )),
         tokio::spawn(run_mirror(
             typed_stream::<ResourceQuota>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<PersistentVolumeClaim>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<PersistentVolume>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<StorageClass>(client.clone()),
+            shared.clone(),
+        )),
+        tokio::spawn(run_mirror(
+            typed_stream::<CSINode>(client.clone()),
             shared.clone(),
         )),
         tokio::spawn(run_mirror(typed_stream::<Namespace>(client), shared)),

@@ -27,14 +27,15 @@ enum Command {
     /// Schedule an in-memory cluster read from Kubernetes YAML/JSON and report the outcome.
     ///
     /// FILEs hold Nodes, Pods, PodGroups, Queues, PriorityClasses, PodDisruptionBudgets,
-    /// ResourceQuotas and Namespaces as `kubectl get -o yaml` prints them (`kind: List`
-    /// included); `-` reads standard input. Sessions run until one changes nothing, at most
+    /// ResourceQuotas, Namespaces, PersistentVolumeClaims, PersistentVolumes, StorageClasses
+    /// and CSINodes as `kubectl get -o yaml` prints them (`kind: List` included); `-` reads standard input. Sessions run until one changes nothing, at most
     /// --cycles.
     Simulate(Box<SimulateArgs>),
     /// Run the scheduler against a Kubernetes API server.
     ///
     /// Watches Pods, Nodes, PodGroups, Queues, PriorityClasses, PodDisruptionBudgets,
-    /// ResourceQuotas and Namespaces, runs a session every --schedule-period (sooner when new
+    /// ResourceQuotas, Namespaces and the storage objects (claims, volumes, storage classes,
+    /// CSI nodes), runs a session every --schedule-period (sooner when new
     /// pending pods arrive) while holding the leader Lease, and writes binds, evictions and
     /// status back. Logs go to stderr; levels from RUST_LOG (default info).
     Run {

@@ -1,4 +1,3 @@
-
 use super::*;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;

@@ -10,9 +10,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apis::{PodGroup, Queue};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ResourceQuota};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ResourceQuota,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::model::node::{NodeSpec, NodeUsage};
 use crate::model::queue::QueueSpec;
@@ -58,6 +61,10 @@ pub struct ObservedObjects {
     pub pods: Vec<Arc<Pod>>,
     pub pdbs: Vec<Arc<PodDisruptionBudget>>,
     pub resource_quotas: Vec<Arc<ResourceQuota>>,
+    pub storage_classes: Vec<Arc<StorageClass>>,
+    pub volumes: Vec<Arc<PersistentVolume>>,
+    pub claims: Vec<Arc<PersistentVolumeClaim>>,
+    pub csi_nodes: Vec<Arc<CSINode>>,
 }
 
 /// A node with the order in which it was first seen (Volcano's node list order).
@@ -87,6 +94,8 @@ pub struct ClusterState {
     evicting: Arc<BTreeMap<String, Arc<Pod>>>,
     /// Node load from the metrics source (spec/plugins-more.md §4.1), by node name.
     node_usage: Arc<BTreeMap<String, NodeUsage>>,
+    /// Claims, volumes, storage classes and CSI nodes (`storage.rs`).
+    storage: storage::StorageTables,
     next_node_seq: u64,
 }
 
@@ -492,10 +501,15 @@ impl ClusterState {
                 .collect(),
             pdbs: self.pdbs.values().cloned().collect(),
             resource_quotas: self.quotas.values().cloned().collect(),
+            storage_classes: self.storage_classes().cloned().collect(),
+            volumes: self.volumes().cloned().collect(),
+            claims: self.claims().cloned().collect(),
+            csi_nodes: self.csi_nodes().cloned().collect(),
         }
     }
 }
 
 pub mod invariants;
+mod storage;
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::testutil::{StateLookup, TestCluster, allocate, pod, pod_group};
 use engine::conf::PluginOption;

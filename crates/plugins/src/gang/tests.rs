@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::testutil::{
     SESSION_UID, StateLookup, TestCluster, allocate, pipeline, pod, pod_group, test_now,

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::testutil::{StateLookup, TestCluster, pending, pod, queued_group as group, running};
 use engine::framework::{Decisions, Event, EventType, Session, Statement};

@@ -75,6 +75,18 @@ impl SimCluster {
         for pdb in &input.pod_disruption_budgets {
             state.upsert_pdb(pdb.clone());
         }
+        for class in &input.storage_classes {
+            state.upsert_storage_class(class.clone());
+        }
+        for csi_node in &input.csi_nodes {
+            state.upsert_csi_node(csi_node.clone());
+        }
+        for volume in &input.volumes {
+            state.upsert_volume(volume.clone());
+        }
+        for claim in &input.claims {
+            state.upsert_claim(claim.clone());
+        }
 
         let mut queues = BTreeMap::new();
         for q in &input.queues {

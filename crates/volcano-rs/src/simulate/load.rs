@@ -15,9 +15,12 @@ use std::io::Read;
 use std::path::Path;
 
 use apis::{PodGroup, Queue};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ResourceQuota};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ResourceQuota,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -36,6 +39,10 @@ pub struct SimInput {
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     pub resource_quotas: Vec<ResourceQuota>,
     pub namespaces: Vec<Namespace>,
+    pub claims: Vec<PersistentVolumeClaim>,
+    pub volumes: Vec<PersistentVolume>,
+    pub storage_classes: Vec<StorageClass>,
+    pub csi_nodes: Vec<CSINode>,
     /// The scheduler configuration a daemon's `/debug/state` dump carries
     /// (`kind: SchedulerConfiguration`): its location and text. Used when no
     /// `--scheduler-conf` is given.
@@ -59,10 +66,14 @@ enum Kind {
     PodDisruptionBudget,
     ResourceQuota,
     Namespace,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    CSINode,
 }
 
 impl Kind {
-    const ALL: [Kind; 8] = [
+    const ALL: [Kind; 12] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -71,6 +82,10 @@ impl Kind {
         Kind::PodDisruptionBudget,
         Kind::ResourceQuota,
         Kind::Namespace,
+        Kind::PersistentVolumeClaim,
+        Kind::PersistentVolume,
+        Kind::StorageClass,
+        Kind::CSINode,
     ];
 
     fn name(self) -> &'static str {
@@ -83,12 +98,22 @@ impl Kind {
             Kind::PodDisruptionBudget => "PodDisruptionBudget",
             Kind::ResourceQuota => "ResourceQuota",
             Kind::Namespace => "Namespace",
+            Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
+            Kind::PersistentVolume => "PersistentVolume",
+            Kind::StorageClass => "StorageClass",
+            Kind::CSINode => "CSINode",
         }
     }
 
     fn api_version(self) -> &'static str {
         match self {
-            Kind::Node | Kind::Pod | Kind::ResourceQuota | Kind::Namespace => "v1",
+            Kind::Node
+            | Kind::Pod
+            | Kind::ResourceQuota
+            | Kind::Namespace
+            | Kind::PersistentVolumeClaim
+            | Kind::PersistentVolume => "v1",
+            Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PodGroup | Kind::Queue => apis::API_VERSION,
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::PodDisruptionBudget => "policy/v1",
@@ -98,7 +123,11 @@ impl Kind {
     fn namespaced(self) -> bool {
         matches!(
             self,
-            Kind::Pod | Kind::PodGroup | Kind::PodDisruptionBudget | Kind::ResourceQuota
+            Kind::Pod
+                | Kind::PodGroup
+                | Kind::PodDisruptionBudget
+                | Kind::ResourceQuota
+                | Kind::PersistentVolumeClaim
         )
     }
 
@@ -369,6 +398,10 @@ impl SimInput {
                 self.resource_quotas.push(quota);
             }
             Kind::Namespace => self.namespaces.push(typed(value, known, &fail)?),
+            Kind::PersistentVolumeClaim => self.claims.push(typed(value, known, &fail)?),
+            Kind::PersistentVolume => self.volumes.push(typed(value, known, &fail)?),
+            Kind::StorageClass => self.storage_classes.push(typed(value, known, &fail)?),
+            Kind::CSINode => self.csi_nodes.push(typed(value, known, &fail)?),
         }
         if !self.seen.insert((known, key)) {
             self.warnings.push(format!(
@@ -401,7 +434,11 @@ has_meta!(
     PriorityClass,
     PodDisruptionBudget,
     ResourceQuota,
-    Namespace
+    Namespace,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    CSINode
 );
 
 /// Decodes one object and gives a namespaced object without a namespace the `default` one,
@@ -542,6 +579,32 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: ns}
 "#;
+
+    #[test]
+    fn storage_objects_are_read() {
+        let input = load(
+            "kind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {storageClassName: local}\n---\n\
+             kind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}}\n---\n\
+             apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\n\
+             provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n---\n\
+             apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n1}\n\
+             spec: {drivers: [{name: ebs.csi.aws.com, nodeID: n1, allocatable: {count: 2}}]}\n",
+        )
+        .expect("storage objects");
+        assert_eq!(
+            input.claims[0].metadata.namespace.as_deref(),
+            Some("default")
+        );
+        assert_eq!(input.volumes.len(), 1);
+        assert_eq!(
+            input.storage_classes[0].volume_binding_mode.as_deref(),
+            Some("WaitForFirstConsumer")
+        );
+        assert_eq!(input.csi_nodes[0].spec.drivers.len(), 1);
+        assert!(input.warnings.is_empty(), "{:?}", input.warnings);
+        let err = load("apiVersion: storage.k8s.io/v1beta1\nkind: CSINode\nmetadata: {name: n1}\n");
+        assert!(err.expect("skipped").warnings[0].contains("only storage.k8s.io/v1 CSINode"));
+    }
 
     #[test]
     fn multi_document_yaml_reads_every_kind() {

@@ -1,4 +1,3 @@
-
 use super::*;
 use engine::framework::decisions::{
     Bind, Eviction, PodConditionUpdate, PodGroupStatusUpdate, QueueAllocation,

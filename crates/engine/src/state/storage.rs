@@ -1,0 +1,142 @@
+//! The storage objects the volume predicates read (spec/kubernetes.md §7.9.4): claims, volumes,
+//! storage classes and CSI nodes, each as last observed, in the same copy-on-write tables as the
+//! rest of the state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+
+use super::{ClusterState, ns_key};
+
+/// Claims by `namespace/name`, and volumes, classes and CSI nodes by name.
+#[derive(Clone, Debug, Default)]
+pub(super) struct StorageTables {
+    claims: Arc<BTreeMap<String, Arc<PersistentVolumeClaim>>>,
+    volumes: Arc<BTreeMap<String, Arc<PersistentVolume>>>,
+    classes: Arc<BTreeMap<String, Arc<StorageClass>>>,
+    csi_nodes: Arc<BTreeMap<String, Arc<CSINode>>>,
+}
+
+fn put<T>(table: &mut Arc<BTreeMap<String, Arc<T>>>, key: String, object: T) {
+    Arc::make_mut(table).insert(key, Arc::new(object));
+}
+
+fn take<T>(table: &mut Arc<BTreeMap<String, Arc<T>>>, key: &str) {
+    if table.contains_key(key) {
+        Arc::make_mut(table).remove(key);
+    }
+}
+
+impl ClusterState {
+    pub fn upsert_claim(&mut self, claim: PersistentVolumeClaim) {
+        let key = ns_key(
+            claim.metadata.namespace.as_ref(),
+            claim.metadata.name.as_ref(),
+        );
+        put(&mut self.storage.claims, key, claim);
+    }
+
+    pub fn delete_claim(&mut self, namespace: &str, name: &str) {
+        take(&mut self.storage.claims, &format!("{namespace}/{name}"));
+    }
+
+    /// The claim `name` in `namespace`, as last observed.
+    pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<PersistentVolumeClaim>> {
+        self.storage.claims.get(&format!("{namespace}/{name}"))
+    }
+
+    pub fn claims(&self) -> impl Iterator<Item = &Arc<PersistentVolumeClaim>> {
+        self.storage.claims.values()
+    }
+
+    pub fn upsert_volume(&mut self, volume: PersistentVolume) {
+        let key = volume.metadata.name.clone().unwrap_or_default();
+        put(&mut self.storage.volumes, key, volume);
+    }
+
+    pub fn delete_volume(&mut self, name: &str) {
+        take(&mut self.storage.volumes, name);
+    }
+
+    pub fn volume(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
+        self.storage.volumes.get(name)
+    }
+
+    /// Every PersistentVolume, in name order.
+    pub fn volumes(&self) -> impl Iterator<Item = &Arc<PersistentVolume>> {
+        self.storage.volumes.values()
+    }
+
+    pub fn upsert_storage_class(&mut self, class: StorageClass) {
+        let key = class.metadata.name.clone().unwrap_or_default();
+        put(&mut self.storage.classes, key, class);
+    }
+
+    pub fn delete_storage_class(&mut self, name: &str) {
+        take(&mut self.storage.classes, name);
+    }
+
+    pub fn storage_class(&self, name: &str) -> Option<&Arc<StorageClass>> {
+        self.storage.classes.get(name)
+    }
+
+    pub fn storage_classes(&self) -> impl Iterator<Item = &Arc<StorageClass>> {
+        self.storage.classes.values()
+    }
+
+    pub fn upsert_csi_node(&mut self, csi_node: CSINode) {
+        let key = csi_node.metadata.name.clone().unwrap_or_default();
+        put(&mut self.storage.csi_nodes, key, csi_node);
+    }
+
+    pub fn delete_csi_node(&mut self, name: &str) {
+        take(&mut self.storage.csi_nodes, name);
+    }
+
+    /// The CSINode of a node (same name), which lists its drivers and their attach limits.
+    pub fn csi_node(&self, node: &str) -> Option<&Arc<CSINode>> {
+        self.storage.csi_nodes.get(node)
+    }
+
+    pub fn csi_nodes(&self) -> impl Iterator<Item = &Arc<CSINode>> {
+        self.storage.csi_nodes.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::StateOptions;
+
+    fn claim(ns: &str, name: &str) -> PersistentVolumeClaim {
+        let mut c = PersistentVolumeClaim::default();
+        c.metadata.namespace = Some(ns.into());
+        c.metadata.name = Some(name.into());
+        c
+    }
+
+    #[test]
+    fn storage_tables_copy_on_write_under_a_snapshot() {
+        let mut state = ClusterState::new(StateOptions::default());
+        state.upsert_claim(claim("ns", "data"));
+        let mut volume = PersistentVolume::default();
+        volume.metadata.name = Some("pv1".into());
+        state.upsert_volume(volume);
+        let snapshot = state.snapshot();
+        state.delete_claim("ns", "data");
+        state.delete_volume("pv1");
+        assert!(state.claim("ns", "data").is_none());
+        assert!(state.volume("pv1").is_none());
+        assert!(snapshot.claim("ns", "data").is_some());
+        assert_eq!(snapshot.volumes().count(), 1);
+        // Deleting what is not there leaves the shared table alone.
+        state.delete_storage_class("none");
+        state.delete_csi_node("none");
+        assert_eq!(
+            state.storage_classes().count() + state.csi_nodes().count(),
+            0
+        );
+    }
+}
