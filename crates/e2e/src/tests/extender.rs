@@ -14,7 +14,7 @@ use anyhow::{Result, ensure};
 use futures::TryFutureExt as _;
 use futures::future::BoxFuture;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::harness::{Env, TestCtx, pod_scheduled};
 
@@ -26,7 +26,7 @@ pub fn extender_http(env: Env) -> BoxFuture<'static, Result<()>> {
 }
 
 /// Reads one HTTP request (head and content-length body); the path and the body.
-async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut got = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let head_end = loop {
@@ -64,56 +64,72 @@ async fn serve_extender(blocked: String, preferred: String) -> Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let (blocked, preferred) = (blocked.clone(), preferred.clone());
-            tokio::spawn(async move {
-                // Keep-alive: answer requests on this connection until it closes.
-                while let Some((path, body)) = read_request(&mut stream).await {
-                    let request: serde_json::Value =
-                        serde_json::from_slice(&body).unwrap_or_default();
-                    let answer = match path.as_str() {
-                        "/ok/filter" => {
-                            let node = request["node"]["Name"].as_str().unwrap_or_default();
-                            if node == blocked {
-                                serde_json::json!({"status": "node reserved by the extender", "code": 2})
-                            } else {
-                                serde_json::json!({"status": "", "code": 0})
-                            }
-                            .to_string()
-                        }
-                        "/ok/score" => {
-                            let scores: serde_json::Map<String, serde_json::Value> =
-                                request["nodes"]
-                                    .as_array()
-                                    .into_iter()
-                                    .flatten()
-                                    .filter_map(|n| n["Name"].as_str())
-                                    .map(|n| {
-                                        let s = if n == preferred { 100.0 } else { 0.0 };
-                                        (n.to_string(), serde_json::json!(s))
-                                    })
-                                    .collect();
-                            serde_json::json!({"nodeScore": scores, "errorMessage": ""}).to_string()
-                        }
-                        "/slow/filter" => {
-                            tokio::time::sleep(Duration::from_secs(3)).await;
-                            serde_json::json!({"status": ""}).to_string()
-                        }
-                        _ => "this is not JSON {".to_string(),
-                    };
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                         Content-Length: {}\r\n\r\n{answer}",
-                        answer.len()
-                    );
-                    if stream.write_all(reply.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve_connection(stream, blocked.clone(), preferred.clone()));
         }
     });
     Ok(port)
+}
+
+/// Answers the requests of one connection, each with `200 OK` and a JSON body.
+async fn serve_connection(mut stream: TcpStream, blocked: String, preferred: String) {
+    // Keep-alive: answer requests on this connection until it closes.
+    while let Some((path, body)) = read_request(&mut stream).await {
+        let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let answer = answer_body(&path, &request, &blocked, &preferred).await;
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{answer}",
+            answer.len()
+        );
+        if stream.write_all(reply.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The body answering `request` on `path` (see [`serve_extender`]).
+async fn answer_body(
+    path: &str,
+    request: &serde_json::Value,
+    blocked: &str,
+    preferred: &str,
+) -> String {
+    match path {
+        "/ok/filter" => filter_answer(request, blocked),
+        "/ok/score" => score_answer(request, preferred),
+        "/slow/filter" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            serde_json::json!({"status": ""}).to_string()
+        }
+        _ => "this is not JSON {".to_string(),
+    }
+}
+
+/// `ok/filter`: the node passes unless it is `blocked`.
+fn filter_answer(request: &serde_json::Value, blocked: &str) -> String {
+    let node = request["node"]["Name"].as_str().unwrap_or_default();
+    if node == blocked {
+        serde_json::json!({"status": "node reserved by the extender", "code": 2})
+    } else {
+        serde_json::json!({"status": "", "code": 0})
+    }
+    .to_string()
+}
+
+/// `ok/score`: 100 for `preferred`, 0 for every other node of the request.
+fn score_answer(request: &serde_json::Value, preferred: &str) -> String {
+    let scores: serde_json::Map<String, serde_json::Value> = request["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["Name"].as_str())
+        .map(|n| {
+            let s = if n == preferred { 100.0 } else { 0.0 };
+            (n.to_string(), serde_json::json!(s))
+        })
+        .collect();
+    serde_json::json!({"nodeScore": scores, "errorMessage": ""}).to_string()
 }
 
 fn conf(url: &str, ignorable: bool, prioritize: bool) -> String {

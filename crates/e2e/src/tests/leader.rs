@@ -106,44 +106,95 @@ async fn run(env: Env) -> anyhow::Result<()> {
     ];
 
     // Exactly one leads.
-    let leader = ctx
-        .wait_for(
-            "exactly one replica leading and the other on standby",
-            Duration::from_secs(20),
-            || async {
-                let roles = match (role(&replicas[0]).await, role(&replicas[1]).await) {
-                    (Ok(a), Ok(b)) => [a, b],
-                    (Err(e), _) | (_, Err(e)) => return Observed::Not(format!("error: {e:#}")),
-                };
-                match (leading(&roles[0]), leading(&roles[1])) {
-                    (Some(true), Some(false)) => Observed::Done(0),
-                    (Some(false), Some(true)) => Observed::Done(1),
-                    _ => Observed::Not(format!("{roles:?}")),
-                }
-            },
-        )
-        .await?;
+    let leader = wait_one_leader(&ctx, &replicas).await?;
     let standby = 1 - leader;
-    let (first_holder, transitions) = holder(&ctx).await?;
-    ensure!(
-        logged_leading_as(&replicas[leader], &first_holder),
-        "the Lease names {first_holder:?} as holder, but the leading replica's log {} has no \
-         \"now leading\" line with that identity",
-        replicas[leader].log_path().display()
-    );
-    ensure!(
-        !replicas[standby].log().contains("now leading"),
-        "the standby replica's log {} says it led",
-        replicas[standby].log_path().display()
-    );
+    let first = check_lease_names_leader(&ctx, &replicas[leader], &replicas[standby]).await?;
 
     // Only the leader binds.
     create_pods(&ctx, &queue, "before").await?;
     wait_bound(&ctx, "before").await?;
-    let (l, s) = (
-        role(&replicas[leader]).await?,
-        role(&replicas[standby]).await?,
+    check_only_leader_bound(&replicas[leader], &replicas[standby]).await?;
+
+    // Kill the leader; the standby takes over once the Lease expires.
+    replicas[leader].kill9();
+    let killed = Instant::now();
+    let survivor = &replicas[standby];
+    let takeover = wait_takeover(&ctx, survivor, killed).await?;
+    check_lease_moved(&ctx, survivor, &first).await?;
+
+    // The new leader binds new pods.
+    create_pods(&ctx, &queue, "after").await?;
+    wait_bound(&ctx, "after").await?;
+    let r = role(survivor).await?;
+    ensure!(
+        r.bound == PODS_PER_PHASE as f64,
+        "the new leader should have bound the {PODS_PER_PHASE} new pods, \
+         volcano_pods_bound_total is {}",
+        r.bound
     );
+
+    check_no_pod_bound_twice(&ctx, &replicas).await?;
+
+    println!(
+        "{NAME}: takeover {:.2}s after kill -9 (lease duration {LEASE_DURATION:?})",
+        takeover.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Waits until exactly one replica leads and the other is on standby; the leader's index.
+async fn wait_one_leader(ctx: &TestCtx, replicas: &[Daemon; 2]) -> anyhow::Result<usize> {
+    ctx.wait_for(
+        "exactly one replica leading and the other on standby",
+        Duration::from_secs(20),
+        || async {
+            let roles = match (role(&replicas[0]).await, role(&replicas[1]).await) {
+                (Ok(a), Ok(b)) => [a, b],
+                (Err(e), _) | (_, Err(e)) => return Observed::Not(format!("error: {e:#}")),
+            };
+            match (leading(&roles[0]), leading(&roles[1])) {
+                (Some(true), Some(false)) => Observed::Done(0),
+                (Some(false), Some(true)) => Observed::Done(1),
+                _ => Observed::Not(format!("{roles:?}")),
+            }
+        },
+    )
+    .await
+}
+
+/// The Lease's holder and transition count, as read after an election.
+struct LeaseState {
+    holder: String,
+    transitions: i32,
+}
+
+/// The Lease names the leader, whose log says it leads; the standby's log never says so.
+async fn check_lease_names_leader(
+    ctx: &TestCtx,
+    leader: &Daemon,
+    standby: &Daemon,
+) -> anyhow::Result<LeaseState> {
+    let (first_holder, transitions) = holder(ctx).await?;
+    ensure!(
+        logged_leading_as(leader, &first_holder),
+        "the Lease names {first_holder:?} as holder, but the leading replica's log {} has no \
+         \"now leading\" line with that identity",
+        leader.log_path().display()
+    );
+    ensure!(
+        !standby.log().contains("now leading"),
+        "the standby replica's log {} says it led",
+        standby.log_path().display()
+    );
+    Ok(LeaseState {
+        holder: first_holder,
+        transitions,
+    })
+}
+
+/// The leader bound every pod of the first phase, the standby none, and it is still on standby.
+async fn check_only_leader_bound(leader: &Daemon, standby: &Daemon) -> anyhow::Result<()> {
+    let (l, s) = (role(leader).await?, role(standby).await?);
     ensure!(
         l.bound == PODS_PER_PHASE as f64 && s.bound == 0.0,
         "the leader should have bound all {PODS_PER_PHASE} pods and the standby none; \
@@ -155,11 +206,16 @@ async fn run(env: Env) -> anyhow::Result<()> {
         leading(&s) == Some(false),
         "the standby should still be on standby, it reports {s:?}"
     );
+    Ok(())
+}
 
-    // Kill the leader; the standby takes over once the Lease expires.
-    replicas[leader].kill9();
-    let killed = Instant::now();
-    let survivor = &replicas[standby];
+/// Waits for `survivor` to lead, and requires that within the lease duration plus
+/// [`TAKEOVER_MARGIN`] of `killed`; the time the takeover took.
+async fn wait_takeover(
+    ctx: &TestCtx,
+    survivor: &Daemon,
+    killed: Instant,
+) -> anyhow::Result<Duration> {
     ctx.wait_for(
         "the standby to take over",
         LEASE_DURATION + TAKEOVER_MARGIN + Duration::from_secs(10),
@@ -181,9 +237,20 @@ async fn run(env: Env) -> anyhow::Result<()> {
         LEASE_DURATION,
         TAKEOVER_MARGIN
     );
-    let (second_holder, transitions_after) = holder(&ctx).await?;
+    Ok(takeover)
+}
+
+/// After the takeover the Lease names the survivor (as its log does) and counts one more
+/// transition than `first`.
+async fn check_lease_moved(
+    ctx: &TestCtx,
+    survivor: &Daemon,
+    first: &LeaseState,
+) -> anyhow::Result<()> {
+    let (first_holder, transitions) = (&first.holder, first.transitions);
+    let (second_holder, transitions_after) = holder(ctx).await?;
     ensure!(
-        second_holder != first_holder && logged_leading_as(survivor, &second_holder),
+        second_holder != *first_holder && logged_leading_as(survivor, &second_holder),
         "after the takeover the Lease should name the survivor; it names {second_holder:?} \
          (before: {first_holder:?})"
     );
@@ -192,20 +259,13 @@ async fn run(env: Env) -> anyhow::Result<()> {
         "leaseTransitions should have gone from {transitions} to {}, it is {transitions_after}",
         transitions + 1
     );
+    Ok(())
+}
 
-    // The new leader binds new pods.
-    create_pods(&ctx, &queue, "after").await?;
-    wait_bound(&ctx, "after").await?;
-    let r = role(survivor).await?;
-    ensure!(
-        r.bound == PODS_PER_PHASE as f64,
-        "the new leader should have bound the {PODS_PER_PHASE} new pods, \
-         volcano_pods_bound_total is {}",
-        r.bound
-    );
-
-    // No pod bound twice.
-    for daemon in &replicas {
+/// No pod bound twice: no failed bind in either log, and at most one `Scheduled` event per pod
+/// (once the new leader's pods all have theirs).
+async fn check_no_pod_bound_twice(ctx: &TestCtx, replicas: &[Daemon; 2]) -> anyhow::Result<()> {
+    for daemon in replicas {
         let failures = bind_failures(daemon);
         ensure!(
             failures.is_empty(),
@@ -219,7 +279,7 @@ async fn run(env: Env) -> anyhow::Result<()> {
             "a Scheduled event for every pod bound by the new leader",
             Duration::from_secs(10),
             || async {
-                match scheduled_events_per_pod(&ctx).await {
+                match scheduled_events_per_pod(ctx).await {
                     Ok(counts) => {
                         let missing: Vec<String> = pod_names("after")
                             .filter(|p| !counts.contains_key(p))
@@ -239,11 +299,6 @@ async fn run(env: Env) -> anyhow::Result<()> {
     ensure!(
         twice.is_empty(),
         "pods with more than one Scheduled event (pod → count): {twice:?}"
-    );
-
-    println!(
-        "{NAME}: takeover {:.2}s after kill -9 (lease duration {LEASE_DURATION:?})",
-        takeover.as_secs_f64()
     );
     Ok(())
 }

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 
-use crate::harness::{Env, TestCtx, http_get};
+use crate::harness::{Daemon, Env, TestCtx, http_get};
 
 const NAME: &str = "volcano-arguments";
 const SHORT: Duration = Duration::from_secs(30);
@@ -27,31 +27,45 @@ pub fn volcano_arguments(env: Env) -> BoxFuture<'static, Result<()>> {
 async fn run(env: Env) -> Result<()> {
     let ctx = TestCtx::new(&env, NAME).await?;
     let nodes = ctx.nodes("n", 1, "8", "16Gi", 110).await?;
-    // RUST_LOG empty: -v decides.
-    let daemon = ctx
-        .daemon_logging(
-            "",
-            &[
-                "--logtostderr",
-                "-v=3",
-                "--enable-healthz=true",
-                "--enable-metrics=true",
-                "--plugins-dir=/plugins",
-                "-node-worker-threads=20",
-                "--schedule-period=0h0m0.2s",
-                "--kube-api-qps=2000",
-            ],
-        )
-        .await?;
+    let daemon = start_with_chart_flags(&ctx).await?;
     ctx.pod("first").cpu("1").create(&ctx).await?;
     ctx.wait_for("pod first bound", SHORT, || async {
         let b = ctx.bound_pods().map_err(|e| format!("{e:#}")).await?;
         b.get("first").cloned().ok_or_else(|| "not yet".to_string())
     })
     .await?;
-    // The Scheduled event as `kubectl get events` reads it (core/v1): source, count, times.
+    check_scheduled_event(&ctx).await?;
+    check_log(&ctx, &daemon, &nodes[0]).await?;
+    check_missing_objects_explained(&ctx).await?;
+    check_process_metrics(&daemon).await?;
+    drop(daemon);
+    check_metrics_port_taken(&ctx).await?;
+    check_lease_namespace_missing(&ctx).await
+}
+
+/// The daemon started with the flags Volcano's chart gives `vc-scheduler`.
+async fn start_with_chart_flags(ctx: &TestCtx) -> Result<Daemon> {
+    // RUST_LOG empty: -v decides.
+    ctx.daemon_logging(
+        "",
+        &[
+            "--logtostderr",
+            "-v=3",
+            "--enable-healthz=true",
+            "--enable-metrics=true",
+            "--plugins-dir=/plugins",
+            "-node-worker-threads=20",
+            "--schedule-period=0h0m0.2s",
+            "--kube-api-qps=2000",
+        ],
+    )
+    .await
+}
+
+/// The Scheduled event as `kubectl get events` reads it (core/v1): source, count, times.
+async fn check_scheduled_event(ctx: &TestCtx) -> Result<()> {
     let core_events: Api<k8s_openapi::api::core::v1::Event> =
-        Api::namespaced(env.client.clone(), &ctx.ns);
+        Api::namespaced(ctx.env.client.clone(), &ctx.ns);
     let scheduler = ctx.scheduler.clone();
     ctx.wait_for(
         "a core/v1 Scheduled event with source and timestamps",
@@ -79,8 +93,13 @@ async fn run(env: Env) -> Result<()> {
             }
         },
     )
-    .await?;
-    let line = format!("bound {}/first to node {}", ctx.ns, nodes[0]);
+    .await
+}
+
+/// At -v=3 the bind of `first` to `node` is logged, each flag that does nothing here is warned
+/// about once, and the HTTP libraries log no debug lines.
+async fn check_log(ctx: &TestCtx, daemon: &Daemon, node: &str) -> Result<()> {
+    let line = format!("bound {}/first to node {node}", ctx.ns);
     let log = ctx
         .wait_for("the bind logged at -v=3", SHORT, || async {
             let log = daemon.log();
@@ -113,16 +132,20 @@ async fn run(env: Env) -> Result<()> {
         noisy.is_empty(),
         "HTTP-library debug lines at -v=3: {noisy:?}"
     );
-    // Pods waiting for objects that do not exist say which, in their PodScheduled condition.
+    Ok(())
+}
+
+/// Pods waiting for objects that do not exist say which, in their PodScheduled condition.
+async fn check_missing_objects_explained(ctx: &TestCtx) -> Result<()> {
     ctx.pod("no-group")
         .cpu("1")
         .group("ghost")
-        .create(&ctx)
+        .create(ctx)
         .await?;
     ctx.pod("no-queue")
         .cpu("1")
         .queue_annotation("nowhere")
-        .create(&ctx)
+        .create(ctx)
         .await?;
     for (pod, needle) in [
         ("no-group", format!("pod group {}/ghost", ctx.ns)),
@@ -139,8 +162,11 @@ async fn run(env: Env) -> Result<()> {
         })
         .await?;
     }
+    Ok(())
+}
 
-    // The scheduler's own process metrics, as Volcano's Go binary exports them.
+/// The scheduler's own process metrics, as Volcano's Go binary exports them.
+async fn check_process_metrics(daemon: &Daemon) -> Result<()> {
     let text = daemon.metrics().await?;
     for family in [
         "process_resident_memory_bytes",
@@ -152,9 +178,11 @@ async fn run(env: Env) -> Result<()> {
             "/metrics lacks {family}"
         );
     }
-    drop(daemon);
+    Ok(())
+}
 
-    // A metrics port already taken ends the start with the flag named.
+/// A metrics port already taken ends the start with the flag named.
+async fn check_metrics_port_taken(ctx: &TestCtx) -> Result<()> {
     let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
     let port = taken.local_addr()?.port();
     let busy = ctx
@@ -168,15 +196,18 @@ async fn run(env: Env) -> Result<()> {
         ),
     }
     drop(taken);
+    Ok(())
+}
 
-    // Leader election in a namespace that does not exist yet.
+/// Leader election in a namespace that does not exist yet.
+async fn check_lease_namespace_missing(ctx: &TestCtx) -> Result<()> {
     // A fresh name each run: a namespace deleted by an earlier run may still be terminating.
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() % 1_000_000)
         .unwrap_or_default();
     let lease_ns = format!("{NAME}-lease-{stamp}");
-    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    let namespaces: Api<Namespace> = Api::all(ctx.env.client.clone());
     let _ = namespaces.delete(&lease_ns, &DeleteParams::default()).await;
     let elected = ctx
         .daemon_unready(&[
@@ -187,7 +218,7 @@ async fn run(env: Env) -> Result<()> {
             "--leader-elect-lease-duration=3s",
         ])
         .await;
-    let result = check_missing_namespace(&ctx, &namespaces, &lease_ns, elected).await;
+    let result = check_missing_namespace(ctx, &namespaces, &lease_ns, elected).await;
     let _ = namespaces.delete(&lease_ns, &DeleteParams::default()).await;
     result
 }
@@ -196,7 +227,7 @@ async fn check_missing_namespace(
     ctx: &TestCtx,
     namespaces: &Api<Namespace>,
     lease_ns: &str,
-    elected: Result<crate::harness::Daemon>,
+    elected: Result<Daemon>,
 ) -> Result<()> {
     let daemon = elected?;
     let addr = daemon.healthz_addr();

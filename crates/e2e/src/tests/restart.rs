@@ -95,64 +95,18 @@ async fn run(env: Env) -> anyhow::Result<()> {
     let created = started.elapsed();
 
     // First daemon: let it bind part of the pods, then SIGKILL it.
-    let mut first = ctx.daemon(DAEMON_ARGS).await?;
     let mut samples = Samples::default();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let bound_at_kill = loop {
-        let bound = ctx.bound_pods().await?;
-        samples.record(&bound);
-        if bound.len() >= KILL_AFTER {
-            first.kill9();
-            break bound.len();
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "only {} of {TOTAL} pods bound 60s after the first daemon started; end of {}:\n{}",
-                bound.len(),
-                first.log_path().display(),
-                crate::harness::log_tail(first.log_path(), 20)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let (first, bound_at_kill) = kill_first_daemon_midway(&ctx, &mut samples).await?;
     let killed_at = started.elapsed();
     ensure!(
         bound_at_kill < TOTAL,
         "the kill came too late to test anything: all {TOTAL} pods were already bound"
     );
 
-    // Requests the API server accepted before the kill may still complete; wait until the
-    // bound set stops changing, which is what the second daemon will find.
-    // Shared with the polling closures below (the test future must be Send: a Mutex, not a
-    // RefCell; never held across an await).
+    // Shared with the polling closures (the test future must be Send: a Mutex, not a RefCell;
+    // never held across an await).
     let samples = Mutex::new(samples);
-    let previous = Mutex::new(ctx.bound_pods().await?);
-    let after_kill = ctx
-        .wait_for(
-            "the bound set to settle after the kill",
-            Duration::from_secs(20),
-            || async {
-                tokio::time::sleep(SETTLE).await;
-                let now = match ctx.bound_pods().await {
-                    Ok(now) => now,
-                    Err(e) => return Observed::Not(format!("error: {e:#}")),
-                };
-                locked(&samples).record(&now);
-                let count = now.len();
-                let settled = {
-                    let mut previous = locked(&previous);
-                    let settled = now == *previous;
-                    *previous = now.clone();
-                    settled
-                };
-                if settled {
-                    Observed::Done(now)
-                } else {
-                    Observed::Not(format!("{count} bound and still changing"))
-                }
-            },
-        )
-        .await?;
+    let after_kill = wait_settled_after_kill(&ctx, &samples).await?;
     let left_partial = partial_gangs(&after_kill);
     ensure!(
         after_kill.len() < TOTAL,
@@ -161,77 +115,12 @@ async fn run(env: Env) -> anyhow::Result<()> {
 
     // Second daemon: must finish exactly what the first left.
     let second = ctx.daemon(DAEMON_ARGS).await?;
-    let bound = ctx
-        .wait_for(
-            &format!("all {TOTAL} pods bound after the restart"),
-            Duration::from_secs(90),
-            || async {
-                match ctx.bound_pods().await {
-                    Ok(bound) => {
-                        locked(&samples).record(&bound);
-                        if bound.len() == TOTAL {
-                            Observed::Done(bound)
-                        } else {
-                            Observed::Not(format!("{} of {TOTAL} bound", bound.len()))
-                        }
-                    }
-                    Err(e) => Observed::Not(format!("error: {e:#}")),
-                }
-            },
-        )
-        .await?;
+    let bound = wait_all_bound(&ctx, &samples).await?;
     let samples = samples.into_inner().unwrap_or_else(|p| p.into_inner());
     let finished = started.elapsed();
 
-    // Every gang complete; every pod on one of our nodes.
-    let ours: BTreeSet<&str> = nodes.iter().map(String::as_str).collect();
-    for (pod, node) in &bound {
-        ensure!(
-            ours.contains(node.as_str()),
-            "pod {pod} is bound to {node}, which is not one of this test's nodes"
-        );
-    }
-    let still_partial = partial_gangs(&bound);
-    ensure!(
-        still_partial.is_empty(),
-        "gangs left below minMember {GANG_SIZE} (gang → bound pods): {still_partial:?}"
-    );
-
-    // Exactly once: the second daemon bound precisely the pods that were left, and nothing
-    // failed (a second bind of a bound pod is refused by the API server and would count).
-    let metrics = second.metrics().await?;
-    let bound_by_second =
-        Daemon::metric_value(&metrics, "volcano_pods_bound_total", &[]).unwrap_or(0.0);
-    let expected = (TOTAL - after_kill.len()) as f64;
-    ensure!(
-        bound_by_second == expected,
-        "the second daemon should have bound exactly the {expected} pods the first left \
-         unbound, but volcano_pods_bound_total is {bound_by_second}"
-    );
-    let bind_errors =
-        Daemon::metric_value(&metrics, "volcano_bind_errors_total", &[]).unwrap_or(0.0);
-    ensure!(
-        bind_errors == 0.0,
-        "the second daemon should have had no failed bind, volcano_bind_errors_total is \
-         {bind_errors}"
-    );
-    for daemon in [&first, &second] {
-        let failures = bind_failures(daemon);
-        ensure!(
-            failures.is_empty(),
-            "{} failed binds in {} (none expected: no pod was ever bound twice by us):\n{}",
-            failures.len(),
-            daemon.log_path().display(),
-            failures.join("\n")
-        );
-    }
-    let scheduled = scheduled_events_per_pod(&ctx).await?;
-    let twice: Vec<_> = scheduled.iter().filter(|(_, n)| **n > 1).collect();
-    ensure!(
-        twice.is_empty(),
-        "pods with more than one Scheduled event (pod → count): {twice:?}"
-    );
-
+    check_gangs_complete_on_our_nodes(&bound, &nodes)?;
+    let scheduled = check_bound_exactly_once(&ctx, &first, &second, after_kill.len()).await?;
     check_node_capacity(&ctx).await?;
     drop(second);
 
@@ -251,6 +140,156 @@ async fn run(env: Env) -> anyhow::Result<()> {
         TOTAL - scheduled.len(),
     );
     Ok(())
+}
+
+/// Starts the first daemon and `kill -9`s it once at least [`KILL_AFTER`] pods are bound,
+/// recording each sample of the bound set; the daemon and the number bound when it was killed.
+async fn kill_first_daemon_midway(
+    ctx: &TestCtx,
+    samples: &mut Samples,
+) -> anyhow::Result<(Daemon, usize)> {
+    let mut first = ctx.daemon(DAEMON_ARGS).await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let bound = ctx.bound_pods().await?;
+        samples.record(&bound);
+        if bound.len() >= KILL_AFTER {
+            first.kill9();
+            return Ok((first, bound.len()));
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "only {} of {TOTAL} pods bound 60s after the first daemon started; end of {}:\n{}",
+                bound.len(),
+                first.log_path().display(),
+                crate::harness::log_tail(first.log_path(), 20)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Requests the API server accepted before the kill may still complete; waits until the bound
+/// set stops changing, which is what the second daemon will find.
+async fn wait_settled_after_kill(
+    ctx: &TestCtx,
+    samples: &Mutex<Samples>,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let previous = Mutex::new(ctx.bound_pods().await?);
+    ctx.wait_for(
+        "the bound set to settle after the kill",
+        Duration::from_secs(20),
+        || async {
+            tokio::time::sleep(SETTLE).await;
+            let now = match ctx.bound_pods().await {
+                Ok(now) => now,
+                Err(e) => return Observed::Not(format!("error: {e:#}")),
+            };
+            locked(samples).record(&now);
+            let count = now.len();
+            let settled = {
+                let mut previous = locked(&previous);
+                let settled = now == *previous;
+                *previous = now.clone();
+                settled
+            };
+            if settled {
+                Observed::Done(now)
+            } else {
+                Observed::Not(format!("{count} bound and still changing"))
+            }
+        },
+    )
+    .await
+}
+
+/// Waits for all [`TOTAL`] pods to be bound, recording each sample of the bound set.
+async fn wait_all_bound(
+    ctx: &TestCtx,
+    samples: &Mutex<Samples>,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    ctx.wait_for(
+        &format!("all {TOTAL} pods bound after the restart"),
+        Duration::from_secs(90),
+        || async {
+            match ctx.bound_pods().await {
+                Ok(bound) => {
+                    locked(samples).record(&bound);
+                    if bound.len() == TOTAL {
+                        Observed::Done(bound)
+                    } else {
+                        Observed::Not(format!("{} of {TOTAL} bound", bound.len()))
+                    }
+                }
+                Err(e) => Observed::Not(format!("error: {e:#}")),
+            }
+        },
+    )
+    .await
+}
+
+/// Every gang complete; every pod on one of our nodes.
+fn check_gangs_complete_on_our_nodes(
+    bound: &BTreeMap<String, String>,
+    nodes: &[String],
+) -> anyhow::Result<()> {
+    let ours: BTreeSet<&str> = nodes.iter().map(String::as_str).collect();
+    for (pod, node) in bound {
+        ensure!(
+            ours.contains(node.as_str()),
+            "pod {pod} is bound to {node}, which is not one of this test's nodes"
+        );
+    }
+    let still_partial = partial_gangs(bound);
+    ensure!(
+        still_partial.is_empty(),
+        "gangs left below minMember {GANG_SIZE} (gang → bound pods): {still_partial:?}"
+    );
+    Ok(())
+}
+
+/// Exactly once: the second daemon bound precisely the pods that were left (`TOTAL` minus
+/// `bound_after_kill`), and nothing failed (a second bind of a bound pod is refused by the API
+/// server and would count). Returns the number of `Scheduled` events per pod.
+async fn check_bound_exactly_once(
+    ctx: &TestCtx,
+    first: &Daemon,
+    second: &Daemon,
+    bound_after_kill: usize,
+) -> anyhow::Result<BTreeMap<String, usize>> {
+    let metrics = second.metrics().await?;
+    let bound_by_second =
+        Daemon::metric_value(&metrics, "volcano_pods_bound_total", &[]).unwrap_or(0.0);
+    let expected = (TOTAL - bound_after_kill) as f64;
+    ensure!(
+        bound_by_second == expected,
+        "the second daemon should have bound exactly the {expected} pods the first left \
+         unbound, but volcano_pods_bound_total is {bound_by_second}"
+    );
+    let bind_errors =
+        Daemon::metric_value(&metrics, "volcano_bind_errors_total", &[]).unwrap_or(0.0);
+    ensure!(
+        bind_errors == 0.0,
+        "the second daemon should have had no failed bind, volcano_bind_errors_total is \
+         {bind_errors}"
+    );
+    for daemon in [first, second] {
+        let failures = bind_failures(daemon);
+        ensure!(
+            failures.is_empty(),
+            "{} failed binds in {} (none expected: no pod was ever bound twice by us):\n{}",
+            failures.len(),
+            daemon.log_path().display(),
+            failures.join("\n")
+        );
+    }
+    let scheduled = scheduled_events_per_pod(ctx).await?;
+    let twice: Vec<_> = scheduled.iter().filter(|(_, n)| **n > 1).collect();
+    ensure!(
+        twice.is_empty(),
+        "pods with more than one Scheduled event (pod → count): {twice:?}"
+    );
+    Ok(scheduled)
 }
 
 /// 50 PodGroups and their 500 pods, plus 10 standalone pods, created a few at a time.
