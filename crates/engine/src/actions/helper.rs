@@ -58,6 +58,14 @@ pub fn predicate_for_allocate(ssn: &Session, task: TaskId, node: NodeId) -> Resu
     }
 }
 
+/// Whether the pod mounts a claim (a `persistentVolumeClaim` or generic ephemeral volume).
+fn uses_claims(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+}
+
 /// The feasible-node search with Volcano's per-(job, role) error cache (§6.0.2).
 pub struct PredicateHelper {
     cache_enabled: bool,
@@ -93,7 +101,10 @@ impl PredicateHelper {
         }
         let want = num_feasible_nodes_to_find(ssn, n);
         let t = ssn.state.task(task);
-        let cache_on = self.cache_enabled && !t.spec.role.is_empty();
+        // Tasks of one role share failures, except when they use claims: their volumes differ
+        // per pod (Volcano shares them anyway, so a pod whose volume lives on a node another
+        // pod of its role failed on would never be tried there).
+        let cache_on = self.cache_enabled && !t.spec.role.is_empty() && !uses_claims(&t.spec.pod);
         let group = t
             .job
             .map(|j| format!("{}/{}", ssn.state.job(j).uid, t.spec.role))

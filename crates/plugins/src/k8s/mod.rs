@@ -12,3 +12,4 @@ pub mod resources;
 pub mod taints;
 pub mod topology_spread;
 pub mod unschedulable;
+pub mod volumes;

@@ -401,6 +401,17 @@ pub fn required_terms_conflict(pod: &Pod) -> bool {
     !any_name_possible
 }
 
+/// Upstream `CheckNodeAffinity` for a PersistentVolume's required node affinity: the terms are
+/// OR-ed and matched against a node rebuilt from `labels` alone, so `matchFields` never restrict
+/// (the rebuilt node has no name); an empty or invalid term matches nothing.
+pub fn volume_terms_match(terms: &[NodeSelectorTerm], labels: &BTreeMap<String, String>) -> bool {
+    let mut node = Node::default();
+    node.metadata.labels = Some(labels.clone());
+    terms.iter().any(|term| {
+        !is_empty_term(term) && parse_term(term).is_ok_and(|parsed| parsed.matches(&node))
+    })
+}
+
 /// NodeAffinity filter: the node carries every `nodeSelector` label and matches at least one
 /// required node-affinity term. Parse once with [`RequiredNodeAffinity`] when checking many nodes.
 pub fn node_matches_required(pod: &Pod, node: &Node) -> bool {

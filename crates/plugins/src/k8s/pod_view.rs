@@ -107,6 +107,19 @@ impl PodView {
         self.hidden.is_empty() || !self.hidden.contains(&task)
     }
 
+    /// The pods on one node in this view.
+    pub fn pods_on<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+        node: NodeId,
+    ) -> impl Iterator<Item = &'a Pod> + 'a {
+        ssn.node(node)
+            .tasks
+            .iter()
+            .filter(move |&&(task, _)| self.is_visible(task))
+            .map(move |&(task, _)| ssn.task(task).spec.pod.as_ref())
+    }
+
     /// Every placed pod, node by node.
     pub fn placed<'a>(&'a self, ssn: &'a SessionState) -> impl Iterator<Item = PlacedPod<'a>> + 'a {
         ssn.nodes().iter().flat_map(move |node| {

@@ -9,7 +9,9 @@
 //! 2. the "stable" filters NodeUnschedulable, NodeAffinity, TaintToleration — optionally through
 //!    the equivalence cache keyed by the `volcano.sh/template-uid` annotation
 //!    (`predicate.CacheEnable`);
-//! 3. NodePorts, InterPodAffinity, PodTopologySpread.
+//! 3. NodePorts, InterPodAffinity, VolumeRestrictions, NodeVolumeLimits, VolumeZone,
+//!    PodTopologySpread, VolumeBinding (the volume filters in [`volumes`], on the rules of
+//!    [`crate::k8s::volumes`]).
 //!
 //! A filter failing with UnschedulableAndUnresolvable (or Error/Wait/Skip) ends the check; an
 //! Unschedulable one is recorded and the next filter runs.
@@ -26,17 +28,18 @@
 //! in the session (Volcano removes those from its node infos at once, while the node keeps
 //! accounting them as Releasing). [`PodView`] keeps that view; `nodeorder` uses it too.
 //!
-//! Not modelled, on purpose: the volume filters NodeVolumeLimits (CSI), VolumeZone and
-//! VolumeBinding (with its reserve/pre-bind and score) and DynamicResources (DRA). The engine has
-//! no PersistentVolumes, StorageClasses, CSINodes or ResourceClaims, so these filters pass every
-//! node; their `predicate.*Enable` arguments are read and accepted but change nothing. The
+//! The volume bindings a placed task takes (a static volume promised to its claim, a claim to
+//! provision on its node) are assumed for the rest of the session, so that the next pod does not
+//! take the same volume (upstream Reserve/Unreserve). VolumeRestrictions is not in Volcano; it
+//! runs here (`predicate.VolumeRestrictionsEnable`, on by default) because a second pod on a
+//! `ReadWriteOncePod` claim or the same disk can only fail on its node. Not modelled: volume
+//! scoring (off in Volcano too, behind an alpha gate), CSI storage capacity, in-tree volumes
+//! migrated to CSI, VolumeAttachments, and DynamicResources (DRA). The
 //! SidecarContainers feature gate is GA (locked on) in Kubernetes v1.36, so pods with restartable
 //! init containers are never refused. Device sharing (Volcano's device registry) belongs to the
 //! `deviceshare` plugin and is not handled here.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::Ordering as AtomicOrdering;
 
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
@@ -75,6 +78,7 @@ const NODE_VOLUME_LIMITS_ENABLE: &str = "predicate.NodeVolumeLimitsEnable";
 const VOLUME_ZONE_ENABLE: &str = "predicate.VolumeZoneEnable";
 const POD_TOPOLOGY_SPREAD_ENABLE: &str = "predicate.PodTopologySpreadEnable";
 const VOLUME_BINDING_ENABLE: &str = "predicate.VolumeBindingEnable";
+const VOLUME_RESTRICTIONS_ENABLE: &str = "predicate.VolumeRestrictionsEnable";
 const CACHE_ENABLE: &str = "predicate.CacheEnable";
 const VOLUME_BINDING_WEIGHT: &str = "volumebinding.weight";
 
@@ -91,6 +95,10 @@ pub enum Filter {
     TaintToleration,
     InterPodAffinity,
     PodTopologySpread,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeZone,
+    VolumeBinding,
 }
 
 impl Filter {
@@ -102,17 +110,21 @@ impl Filter {
             Filter::TaintToleration => "TaintToleration",
             Filter::InterPodAffinity => "InterPodAffinity",
             Filter::PodTopologySpread => "PodTopologySpread",
+            Filter::VolumeRestrictions => "VolumeRestrictions",
+            Filter::NodeVolumeLimits => "NodeVolumeLimits",
+            Filter::VolumeZone => "VolumeZone",
+            Filter::VolumeBinding => "VolumeBinding",
         }
     }
 
-    fn bit(self) -> u8 {
+    fn bit(self) -> u16 {
         1 << (self as u8)
     }
 }
 
 /// Filters whose PreFilter returned Skip for a task; they do not run for it this session.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct SkipSet(u8);
+pub struct SkipSet(u16);
 
 impl SkipSet {
     pub fn insert(&mut self, f: Filter) {
@@ -124,9 +136,10 @@ impl SkipSet {
     }
 }
 
-/// Which filters are on (§6.1). The volume switches are read (and checked) but change nothing.
+/// Which filters are on (§6.1).
 #[derive(Clone, Debug, PartialEq)]
 struct Enabled {
+    volumes: volumes::VolumeSwitches,
     node_affinity: bool,
     node_ports: bool,
     taint_toleration: bool,
@@ -159,15 +172,13 @@ impl Enabled {
             }
             v
         };
-        for key in [
-            NODE_VOLUME_LIMITS_ENABLE,
-            VOLUME_ZONE_ENABLE,
-            VOLUME_BINDING_ENABLE,
-        ] {
-            // Accepted and validated like the others, but these filters are not modelled.
-            read(key, true);
-        }
         let enabled = Enabled {
+            volumes: volumes::VolumeSwitches {
+                restrictions: read(VOLUME_RESTRICTIONS_ENABLE, true),
+                limits: read(NODE_VOLUME_LIMITS_ENABLE, true),
+                zone: read(VOLUME_ZONE_ENABLE, true),
+                binding: read(VOLUME_BINDING_ENABLE, true),
+            },
             node_affinity: read(NODE_AFFINITY_ENABLE, true),
             node_ports: read(NODE_PORTS_ENABLE, true),
             taint_toleration: read(TAINT_TOLERATION_ENABLE, true),
@@ -178,65 +189,19 @@ impl Enabled {
         if let Some(v) = args.get(VOLUME_BINDING_WEIGHT)
             && v.as_i64().is_none()
         {
-            // Volcano decodes this key generically and exits on a bad type; here volume binding
-            // is not modelled, so the value has no effect, but the mistake is still reported.
+            // Volcano decodes this key generically and exits on a bad type; the weight only
+            // matters to volume scoring, which is off (in Volcano too), but the mistake is still
+            // reported.
             warnings.push(ArgWarning::new(
                 VOLUME_BINDING_WEIGHT,
                 format!(
-                    "expected an integer, found {} (Volcano exits on this; volume binding is not \
-                     modelled here, so the value has no effect)",
+                    "expected an integer, found {} (Volcano exits on this; volume scoring is off, \
+                     so the value has no effect)",
                     v.describe()
                 ),
             ));
         }
         enabled
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Equivalence cache
-// ---------------------------------------------------------------------------------------------
-
-const CACHE_UNKNOWN: u8 = 0;
-const CACHE_FIT: u8 = 1;
-const CACHE_NOT_FIT_MARK: u8 = 2;
-
-/// Result of the stable filters per (pod template, node), for one session (§6.5). One atomic
-/// slot per node, so the parallel node search reads and fills it without locking per node.
-#[derive(Debug, Default)]
-struct EquivalenceCache {
-    nodes: usize,
-    by_template: RwLock<HashMap<String, Arc<[AtomicU8]>>>,
-}
-
-impl EquivalenceCache {
-    fn new(nodes: usize) -> Self {
-        Self {
-            nodes,
-            by_template: RwLock::new(HashMap::new()),
-        }
-    }
-
-    fn slots(&self, template: &str) -> Arc<[AtomicU8]> {
-        // A poisoned lock only means another thread panicked between whole-entry inserts.
-        if let Some(slots) = self
-            .by_template
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(template)
-        {
-            return slots.clone();
-        }
-        self.by_template
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(template.to_string())
-            .or_insert_with(|| {
-                (0..self.nodes)
-                    .map(|_| AtomicU8::new(CACHE_UNKNOWN))
-                    .collect()
-            })
-            .clone()
     }
 }
 
@@ -251,6 +216,7 @@ struct TaskFilters {
     host_ports: Vec<HostPort>,
     pod_affinity: Option<AffinityFilterState>,
     topology_spread: Option<SpreadFilterState>,
+    volumes: volumes::VolumeFilters,
 }
 
 /// Host ports in use on one node, with the task holding each.
@@ -324,6 +290,8 @@ pub struct Predicates {
     /// (see [`Predicates::follow_placement`]).
     current: Option<TaskId>,
     cache: Option<EquivalenceCache>,
+    /// Volume bindings assumed for the tasks placed so far.
+    assumed_volumes: volumes::VolumeAssumptions,
 }
 
 /// Builds the plugin from its arguments.
@@ -356,6 +324,7 @@ impl Predicates {
             filters: TaskTable::default(),
             current: None,
             cache: None,
+            assumed_volumes: volumes::VolumeAssumptions::default(),
         }
     }
 
@@ -443,6 +412,10 @@ impl Predicates {
                 None => skip.insert(Filter::InterPodAffinity),
             }
         }
+        let switches = self.enabled.volumes;
+        if let Err(e) = switches.prefilter_early(ssn, &self.view, pod, &mut skip, &mut f.volumes) {
+            return (skip, Err(e));
+        }
         if self.enabled.pod_topology_spread {
             if has_spread_constraint(pod, DO_NOT_SCHEDULE) {
                 let nodes = all_nodes(ssn);
@@ -455,6 +428,9 @@ impl Predicates {
             if f.topology_spread.is_none() {
                 skip.insert(Filter::PodTopologySpread);
             }
+        }
+        if let Err(e) = switches.prefilter_binding(ssn, pod, &mut skip, &mut f.volumes) {
+            return (skip, Err(e));
         }
         (skip, Ok(f))
     }
@@ -581,13 +557,14 @@ impl Predicates {
     /// NodePorts, InterPodAffinity, PodTopologySpread, in order, until one aborts.
     fn run_others(
         &self,
+        ssn: &SessionState,
         pod: &Pod,
         node_id: NodeId,
-        node: &Node,
         skip: SkipSet,
         f: &TaskFilters,
         statuses: &mut Vec<FitStatus>,
     ) {
+        let node = ssn.node(node_id).spec.node.as_ref();
         if self.enabled.node_ports
             && !skip.contains(Filter::NodePorts)
             && !f.host_ports.is_empty()
@@ -616,6 +593,10 @@ impl Predicates {
                 return;
             }
         }
+        let volumes = self.enabled.volumes;
+        if !volumes.filter_early(ssn, &self.view, pod, node_id, skip, &f.volumes, statuses) {
+            return;
+        }
         if self.enabled.pod_topology_spread
             && !skip.contains(Filter::PodTopologySpread)
             && let Some(state) = &f.topology_spread
@@ -627,7 +608,18 @@ impl Predicates {
                 StatusCode::Unschedulable
             };
             statuses.push(status(code, failure.reason(), Filter::PodTopologySpread));
+            if aborts(code) {
+                return;
+            }
         }
+        volumes.filter_binding(
+            ssn,
+            &self.assumed_volumes,
+            node_id,
+            skip,
+            &f.volumes,
+            statuses,
+        );
     }
 
     fn add_ports(&mut self, ssn: &SessionState, task: TaskId) {
@@ -721,14 +713,7 @@ impl Plugin for Predicates {
             return Err(FitError { statuses });
         }
         let pod = ssn.task(task).spec.pod.as_ref();
-        self.run_others(
-            pod,
-            node,
-            n.spec.node.as_ref(),
-            skip,
-            filters,
-            &mut statuses,
-        );
+        self.run_others(ssn, pod, node, skip, filters, &mut statuses);
         if statuses.is_empty() {
             Ok(())
         } else {
@@ -738,6 +723,9 @@ impl Plugin for Predicates {
 
     fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
         self.view.added(ssn, task);
+        if self.enabled.volumes.binding {
+            self.assumed_volumes.reserve(ssn, task);
+        }
         if self.enabled.node_ports {
             self.add_ports(ssn, task);
         }
@@ -754,6 +742,7 @@ impl Plugin for Predicates {
         // a pod already hidden, must not be subtracted again.
         let was_placed = self.view.is_visible(task);
         self.view.removed(ssn, task);
+        self.assumed_volumes.unreserve(task);
         if self.enabled.node_ports {
             self.remove_ports(ssn, task);
         }
@@ -762,6 +751,11 @@ impl Plugin for Predicates {
         }
     }
 }
+
+mod cache;
+mod volumes;
+
+use cache::{CACHE_FIT, CACHE_NOT_FIT_MARK, EquivalenceCache};
 
 #[cfg(test)]
 mod tests;
