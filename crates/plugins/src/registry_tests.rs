@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::testutil::{TestCluster, pending, queued_group, running};
 
 /// Every point, with its name for messages.
-const POINTS: [(EP, &str); 23] = [
+const POINTS: [(EP, &str); 24] = [
     (EP::JOB_ORDER, "JOB_ORDER"),
     (EP::QUEUE_ORDER, "QUEUE_ORDER"),
     (EP::TASK_ORDER, "TASK_ORDER"),
@@ -34,6 +34,7 @@ const POINTS: [(EP, &str); 23] = [
     (EP::EVENT_HANDLER, "EVENT_HANDLER"),
     (EP::EVICTION_GUARD, "EVICTION_GUARD"),
     (EP::UNIFIED_EVICTABLE, "UNIFIED_EVICTABLE"),
+    (EP::PRE_BIND, "PRE_BIND"),
 ];
 
 /// Discards an answer: only whether the default body ran matters.
@@ -130,6 +131,7 @@ fn every_plugin_implements_exactly_what_it_declares() {
             };
             ignore(plugin.unified_evictable(st, &ctx, &[task]))
         });
+        probe(EP::PRE_BIND, &mut || ignore(plugin.pre_bind(st, task)));
         // The mutating points last, on the same instance.
         probe(EP::PRE_PREDICATE, &mut || {
             ignore(plugin.pre_predicate(st, other))

@@ -314,6 +314,7 @@ fn bind(pod: &str, node: &str) -> Bind {
         pod: format!("ns/{pod}"),
         pod_uid: format!("uid-{pod}"),
         node: node.into(),
+        volumes: Vec::new(),
     }
 }
 

@@ -11,6 +11,19 @@ pub struct Bind {
     pub pod: String,
     pub pod_uid: String,
     pub node: String,
+    /// What must be written before the bind: the pod's volumes (Volcano's pre-bind).
+    pub volumes: Vec<VolumeWrite>,
+}
+
+/// A volume write that must land before a pod's bind (spec `kubernetes.md` §7.9.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VolumeWrite {
+    /// Bind a static volume to a claim (`namespace/name`): the volume's `spec.claimRef`, which
+    /// the volume controller completes on both sides.
+    BindVolume { volume: String, claim: String },
+    /// Have the claim's volume provisioned for the node: the claim's
+    /// `volume.kubernetes.io/selected-node` annotation.
+    SelectNode { claim: String, node: String },
 }
 
 /// A pod reserved on a node whose resources are still being released (session-only).

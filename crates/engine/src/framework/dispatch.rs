@@ -31,6 +31,19 @@ impl Session {
         self.slots_for(point, gate).filter(move |s| s.tier == tier)
     }
 
+    /// `PreBind` of every plugin that has it, each instance once, in tier order.
+    pub(crate) fn pre_bind_writes(&self, task: TaskId) -> Vec<super::decisions::VolumeWrite> {
+        let mut seen = Vec::new();
+        let mut writes = Vec::new();
+        for s in self.slots_for(EP::PRE_BIND, None) {
+            if !seen.contains(&s.instance) {
+                seen.push(s.instance);
+                writes.extend(self.instances[s.instance].pre_bind(&self.state, task));
+            }
+        }
+        writes
+    }
+
     // ---- ordering -----------------------------------------------------------------------------
 
     /// `JobOrderFn`: does `l` come before `r`?

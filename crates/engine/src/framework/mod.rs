@@ -13,7 +13,9 @@ pub mod session;
 pub mod session_state;
 pub mod statement;
 
-pub use decisions::{Decisions, Event, EventType, JobMetrics, ObjectRef, QueueMetrics};
+pub use decisions::{
+    Decisions, Event, EventType, JobMetrics, ObjectRef, QueueMetrics, VolumeWrite,
+};
 pub use dispatch::default_task_less;
 pub use heap::PriorityQueue;
 pub use memory::PluginMemory;

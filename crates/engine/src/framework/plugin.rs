@@ -44,6 +44,8 @@ impl ExtensionPoints {
     pub const EVICTION_GUARD: Self = Self(1 << 21);
     /// Gang-aware victim filtering (`UnifiedEvictable`, gangpreempt and gangreclaim).
     pub const UNIFIED_EVICTABLE: Self = Self(1 << 22);
+    /// Volcano's `PreBinder`: writes that must land before a pod's bind.
+    pub const PRE_BIND: Self = Self(1 << 23);
 
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
@@ -208,6 +210,12 @@ pub trait Plugin: Send + Sync {
     ) -> (Vec<TaskId>, i32) {
         default_ran(ExtensionPoints::UNIFIED_EVICTABLE);
         (Vec::new(), ABSTAIN)
+    }
+    /// `PreBind`: what must be written before the task's pod is bound (its volumes), asked
+    /// when the bind is decided.
+    fn pre_bind(&self, _ssn: &SessionState, _task: TaskId) -> Vec<super::decisions::VolumeWrite> {
+        default_ran(ExtensionPoints::PRE_BIND);
+        Vec::new()
     }
     /// The candidates this plugin lets go when nothing takes their place (shuffle's victims):
     /// the protections of `conformance`, `pdb` and `cdp`, applied without a preemptor.

@@ -42,7 +42,7 @@
 use std::sync::atomic::Ordering as AtomicOrdering;
 
 use engine::conf::{ArgWarning, Arguments};
-use engine::framework::{ExtensionPoints, Plugin, SessionState};
+use engine::framework::{ExtensionPoints, Plugin, SessionState, VolumeWrite};
 use engine::model::{FitError, FitStatus, NodeId, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -666,7 +666,25 @@ impl Plugin for Predicates {
     }
 
     fn extension_points(&self) -> ExtensionPoints {
-        ExtensionPoints::PRE_PREDICATE | ExtensionPoints::PREDICATE | ExtensionPoints::EVENT_HANDLER
+        let points = ExtensionPoints::PRE_PREDICATE
+            | ExtensionPoints::PREDICATE
+            | ExtensionPoints::EVENT_HANDLER;
+        if self.enabled.volumes.binding {
+            points | ExtensionPoints::PRE_BIND
+        } else {
+            points
+        }
+    }
+
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::PRE_PREDICATE
+            | ExtensionPoints::PREDICATE
+            | ExtensionPoints::EVENT_HANDLER
+            | ExtensionPoints::PRE_BIND
+    }
+
+    fn pre_bind(&self, _ssn: &SessionState, task: TaskId) -> Vec<VolumeWrite> {
+        self.assumed_volumes.writes(task)
     }
 
     fn pre_predicate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use engine::framework::SessionState;
+use engine::framework::{SessionState, VolumeWrite};
 use engine::model::{FitStatus, NodeId, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -214,6 +214,28 @@ impl VolumeAssumptions {
                 .insert(claim.clone(), node_name.clone());
         }
         self.by_task.insert(task, (node_name, volumes));
+    }
+
+    /// Upstream PreBind's writes for a task: its promised volumes and its provisions.
+    pub(super) fn writes(&self, task: TaskId) -> Vec<VolumeWrite> {
+        let Some((node, volumes)) = self.by_task.get(&task) else {
+            return Vec::new();
+        };
+        let binds = volumes
+            .bindings
+            .iter()
+            .map(|(volume, claim)| VolumeWrite::BindVolume {
+                volume: volume.clone(),
+                claim: claim.clone(),
+            });
+        let provisions = volumes
+            .provisions
+            .iter()
+            .map(|claim| VolumeWrite::SelectNode {
+                claim: claim.clone(),
+                node: node.clone(),
+            });
+        binds.chain(provisions).collect()
     }
 
     /// Upstream Unreserve: the task's promises are withdrawn.

@@ -8,13 +8,15 @@
 use std::collections::BTreeMap;
 
 use apis::{PodGroup, Queue};
-use engine::framework::Decisions;
+use engine::framework::{Decisions, VolumeWrite};
 use engine::model::job::job_status_to_api;
 use std::sync::Arc;
 
 use ::cluster::shared::Shared;
 use engine::state::{ClusterState, StateOptions};
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{
+    ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition, PodStatus,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -230,6 +232,7 @@ impl SimCluster {
         }
 
         for bind in &decisions.binds {
+            self.write_volumes(&bind.volumes);
             let Some(pod) = self.pods.get_mut(&bind.pod) else {
                 tracing::warn!(pod = %bind.pod, "bind of an unknown pod ignored");
                 continue;
@@ -285,6 +288,48 @@ impl SimCluster {
 }
 
 impl SimCluster {
+    /// A bind's volume writes, as Kubernetes completes them before the pod runs: a static
+    /// volume promised to a claim is bound on both sides (the volume controller's part); a claim
+    /// to provision gets its `selected-node` annotation (no provisioner runs here, so its volume
+    /// does not appear).
+    fn write_volumes(&mut self, writes: &[VolumeWrite]) {
+        let mut state = self.shared.lock();
+        for write in writes {
+            match write {
+                VolumeWrite::BindVolume { volume, claim } => {
+                    let Some((namespace, name)) = claim.split_once('/') else {
+                        continue;
+                    };
+                    let (Some(pv), Some(pvc)) =
+                        (state.volume(volume), state.claim(namespace, name))
+                    else {
+                        tracing::warn!(%volume, %claim, "volume binding for an unknown object ignored");
+                        continue;
+                    };
+                    let (mut pv, mut pvc) = (pv.as_ref().clone(), pvc.as_ref().clone());
+                    bind_volume_to_claim(&mut pv, &mut pvc);
+                    state.upsert_volume(pv);
+                    state.upsert_claim(pvc);
+                }
+                VolumeWrite::SelectNode { claim, node } => {
+                    let Some((namespace, name)) = claim.split_once('/') else {
+                        continue;
+                    };
+                    let Some(pvc) = state.claim(namespace, name) else {
+                        tracing::warn!(%claim, "provisioning for an unknown claim ignored");
+                        continue;
+                    };
+                    let mut pvc = pvc.as_ref().clone();
+                    pvc.metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .insert(ANN_SELECTED_NODE.to_string(), node.clone());
+                    state.upsert_claim(pvc);
+                }
+            }
+        }
+    }
+
     /// The clock moved on (a cycle period): conditions written from now on carry this time.
     pub(crate) fn set_now(&mut self, now: Timestamp) {
         self.now = now;
@@ -338,6 +383,37 @@ impl SimCluster {
 const RECREATED_FROM: &str = "simulate.volcano-rs.io/recreated-from";
 
 /// Whether a session's decisions change the cluster. Pipelined placements are session-only.
+const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
+
+/// The volume controller's binding of a volume to a claim: the volume's `claimRef`, the claim's
+/// `volumeName` and bind-completed annotation, both phases `Bound`.
+fn bind_volume_to_claim(pv: &mut PersistentVolume, pvc: &mut PersistentVolumeClaim) {
+    let spec = pv.spec.get_or_insert_with(Default::default);
+    spec.claim_ref = Some(ObjectReference {
+        kind: Some("PersistentVolumeClaim".to_string()),
+        api_version: Some("v1".to_string()),
+        namespace: pvc.metadata.namespace.clone(),
+        name: pvc.metadata.name.clone(),
+        uid: pvc.metadata.uid.clone(),
+        ..ObjectReference::default()
+    });
+    pv.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(ANN_BOUND_BY_CONTROLLER.to_string(), "yes".to_string());
+    pv.status.get_or_insert_with(Default::default).phase = Some("Bound".to_string());
+    pvc.spec.get_or_insert_with(Default::default).volume_name = pv.metadata.name.clone();
+    let annotations = pvc
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    annotations.insert(ANN_BIND_COMPLETED.to_string(), "yes".to_string());
+    annotations.insert(ANN_BOUND_BY_CONTROLLER.to_string(), "yes".to_string());
+    pvc.status.get_or_insert_with(Default::default).phase = Some("Bound".to_string());
+}
+
 pub(crate) fn changes_anything(d: &Decisions) -> bool {
     !(d.binds.is_empty()
         && d.evictions.is_empty()

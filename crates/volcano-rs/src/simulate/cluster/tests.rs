@@ -272,6 +272,7 @@ fn reaction_to_decisions() {
         pod: "ns/a".into(),
         pod_uid: "ua".into(),
         node: "n1".into(),
+        volumes: Vec::new(),
     });
     cluster.apply(&d);
     let a = &cluster.pods()["ns/a"];
@@ -304,6 +305,7 @@ fn quiet_sessions_change_nothing() {
         pod: "ns/a".into(),
         pod_uid: String::new(),
         node: "n1".into(),
+        volumes: Vec::new(),
     });
     assert!(changes_anything(&d));
 }
