@@ -4,6 +4,8 @@
 //!   Before anything is sent, every decided bind is *assumed* in the shared state, so the next
 //!   session cannot reuse the capacity; a failed bind rolls the assumption back, the pod returns
 //!   to pending, and its `PodScheduled` condition and a `FailedScheduling` event say why.
+//! * A bind that carries volume writes makes them first and waits until the volume controller
+//!   completed them ([`volumes`]); a failure there fails the bind the same way.
 //! * Evictions as Volcano does them: a `Evict` event, `Ready=False`/`DisruptionTarget=True`
 //!   conditions, then a delete with the pod's own grace period.
 //! * PodGroup status, pod `PodScheduled=False` conditions and Queue `status` are written only
@@ -39,6 +41,8 @@ use crate::ratelimit::{RateLimiter, WriteClass};
 use crate::scheduler::WriteSink;
 use crate::shared::Shared;
 use status_queue::{StatusQueue, StatusWrite};
+
+mod volumes;
 
 /// How often an identical event (same object, reason and message) may be published again.
 pub const EVENT_REPEAT_INTERVAL: Duration = Duration::from_secs(600);
@@ -216,7 +220,9 @@ impl Executor {
         for b in &decisions.binds {
             if !state.assume_bind(&b.pod, &b.node) {
                 tracing::debug!(pod = %b.pod, "pod gone before its bind was assumed");
+                continue;
             }
+            volumes::assume(&mut state, &b.volumes);
         }
         // Victims are Releasing from now on in our view, so the next session neither counts
         // them as running nor evicts more pods for the same preemptor.
@@ -310,6 +316,26 @@ impl Executor {
         let Some((ns, name)) = b.pod.split_once('/') else {
             return;
         };
+        if !b.volumes.is_empty() {
+            match self.bind_volumes(b).await {
+                Ok(()) => {}
+                Err(volumes::VolumeError::Fenced) => {
+                    let mut state = self.shared.lock();
+                    volumes::forget(&mut state, &b.volumes);
+                    state.rollback_bind(&b.pod);
+                    return;
+                }
+                Err(volumes::VolumeError::Failed(message)) => {
+                    // Volcano's words for a failed pre-bind.
+                    let message = format!(
+                        "execute preBind for pod {} failed: binding volumes: {message}, resync the task",
+                        b.pod
+                    );
+                    self.fail_bind(b, message).await;
+                    return;
+                }
+            }
+        }
         let binding = Binding {
             metadata: ObjectMeta {
                 name: Some(name.to_string()),
@@ -349,18 +375,28 @@ impl Executor {
                 self.shared.lock().rollback_bind(&b.pod);
             }
             Err(e) => {
-                tracing::warn!(pod = %b.pod, node = %b.node, error = %e, "bind failed; rolled back");
-                self.metrics.bind_failed();
-                self.shared.lock().rollback_bind(&b.pod);
-                let cond = PodConditionUpdate {
-                    pod: b.pod.clone(),
-                    reason: "SchedulerError".into(),
-                    message: format!("failed to bind to node {}: {e}", b.node),
-                    nominated_node: None,
-                };
-                self.write_pod_condition(&cond).await;
+                self.fail_bind(b, format!("failed to bind to node {}: {e}", b.node))
+                    .await;
             }
         }
+    }
+
+    /// A bind that failed: its assumptions are rolled back and the pod's condition says why.
+    async fn fail_bind(&self, b: &Bind, message: String) {
+        tracing::warn!(pod = %b.pod, node = %b.node, error = %message, "bind failed; rolled back");
+        self.metrics.bind_failed();
+        {
+            let mut state = self.shared.lock();
+            volumes::forget(&mut state, &b.volumes);
+            state.rollback_bind(&b.pod);
+        }
+        let cond = PodConditionUpdate {
+            pod: b.pod.clone(),
+            reason: "SchedulerError".into(),
+            message,
+            nominated_node: None,
+        };
+        self.write_pod_condition(&cond).await;
     }
 
     fn pod_age(&self, key: &str) -> Option<Duration> {

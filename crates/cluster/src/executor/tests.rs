@@ -55,6 +55,8 @@ struct MockInner {
     max_binds_in_flight: AtomicUsize,
     bind_delay: Mutex<Duration>,
     shared: Mutex<Option<Arc<Shared>>>,
+    /// Objects a GET on their path answers with (others: 404).
+    objects: Mutex<HashMap<String, Value>>,
 }
 
 #[derive(Clone, Default)]
@@ -184,6 +186,23 @@ impl Mock {
                 },
                 body,
             ),
+            // A replace answers with the object sent, one version on.
+            Method::PUT => {
+                let mut body = body;
+                body["metadata"]["resourceVersion"] = json!("written");
+                reply(200, body)
+            }
+            Method::GET
+                if self
+                    .0
+                    .objects
+                    .lock()
+                    .expect("objects lock")
+                    .contains_key(&path) =>
+            {
+                let object = self.0.objects.lock().expect("objects lock")[&path].clone();
+                reply(200, object)
+            }
             Method::DELETE => reply(
                 200,
                 json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": path.rsplit('/').next()}}),
@@ -315,6 +334,7 @@ fn bind(pod: &str, node: &str) -> Bind {
         pod_uid: format!("uid-{pod}"),
         node: node.into(),
         volumes: Vec::new(),
+        volume_bind_timeout: Duration::ZERO,
     }
 }
 
@@ -1179,3 +1199,5 @@ async fn ensure_queue_is_fenced() {
     assert_eq!(created.len(), 1);
     assert_eq!(created[0].body["spec"]["reclaimable"], true);
 }
+
+mod volumes;

@@ -13,6 +13,15 @@ pub struct Bind {
     pub node: String,
     /// What must be written before the bind: the pod's volumes (Volcano's pre-bind).
     pub volumes: Vec<VolumeWrite>,
+    /// How long the bind may wait for the volume controller to complete `volumes`.
+    pub volume_bind_timeout: std::time::Duration,
+}
+
+/// A plugin's pre-bind answer: the writes, and how long their completion may be waited for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreBindWrites {
+    pub writes: Vec<VolumeWrite>,
+    pub timeout: std::time::Duration,
 }
 
 /// A volume write that must land before a pod's bind (spec `kubernetes.md` §7.9.4).

@@ -14,7 +14,7 @@ pub mod session_state;
 pub mod statement;
 
 pub use decisions::{
-    Decisions, Event, EventType, JobMetrics, ObjectRef, QueueMetrics, VolumeWrite,
+    Decisions, Event, EventType, JobMetrics, ObjectRef, PreBindWrites, QueueMetrics, VolumeWrite,
 };
 pub use dispatch::default_task_less;
 pub use heap::PriorityQueue;

@@ -213,9 +213,9 @@ pub trait Plugin: Send + Sync {
     }
     /// `PreBind`: what must be written before the task's pod is bound (its volumes), asked
     /// when the bind is decided.
-    fn pre_bind(&self, _ssn: &SessionState, _task: TaskId) -> Vec<super::decisions::VolumeWrite> {
+    fn pre_bind(&self, _ssn: &SessionState, _task: TaskId) -> super::decisions::PreBindWrites {
         default_ran(ExtensionPoints::PRE_BIND);
-        Vec::new()
+        super::decisions::PreBindWrites::default()
     }
     /// The candidates this plugin lets go when nothing takes their place (shuffle's victims):
     /// the protections of `conformance`, `pdb` and `cdp`, applied without a preemptor.

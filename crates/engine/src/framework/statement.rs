@@ -260,7 +260,7 @@ impl Session {
     /// Turns an `Allocated` task into a bind decision.
     fn dispatch(&mut self, task: TaskId) {
         self.set_task_status(task, TaskStatus::Binding);
-        let volumes = self.pre_bind_writes(task);
+        let pre_bind = self.pre_bind_writes(task);
         let state = &mut self.state;
         let t = &state.tasks[task.index()];
         let Some(n) = t.node else { return };
@@ -268,7 +268,8 @@ impl Session {
             pod: t.key().to_string(),
             pod_uid: t.spec.uid.clone(),
             node: state.nodes[n.index()].name().to_string(),
-            volumes,
+            volumes: pre_bind.writes,
+            volume_bind_timeout: pre_bind.timeout,
         });
     }
 

@@ -17,10 +17,32 @@ pub(super) struct StorageTables {
     volumes: Arc<BTreeMap<String, Arc<PersistentVolume>>>,
     classes: Arc<BTreeMap<String, Arc<StorageClass>>>,
     csi_nodes: Arc<BTreeMap<String, Arc<CSINode>>>,
+    /// Volume bindings decided but not yet seen through the watch: volume → claim
+    /// (`namespace/name`), and claim → the node its volume is to be provisioned for.
+    assumed_volume_claims: Arc<BTreeMap<String, String>>,
+    assumed_selected_nodes: Arc<BTreeMap<String, String>>,
+}
+
+const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+
+/// `namespace/name` of the claim a volume's `claimRef` names, if any.
+fn claim_ref_key(volume: &PersistentVolume) -> Option<String> {
+    let r = volume.spec.as_ref()?.claim_ref.as_ref()?;
+    Some(format!(
+        "{}/{}",
+        r.namespace.as_deref().unwrap_or_default(),
+        r.name.as_deref().unwrap_or_default()
+    ))
 }
 
 fn put<T>(table: &mut Arc<BTreeMap<String, Arc<T>>>, key: String, object: T) {
     Arc::make_mut(table).insert(key, Arc::new(object));
+}
+
+fn take_assumption(table: &mut Arc<BTreeMap<String, String>>, key: &str) {
+    if table.contains_key(key) {
+        Arc::make_mut(table).remove(key);
+    }
 }
 
 fn take<T>(table: &mut Arc<BTreeMap<String, Arc<T>>>, key: &str) {
@@ -30,16 +52,35 @@ fn take<T>(table: &mut Arc<BTreeMap<String, Arc<T>>>, key: &str) {
 }
 
 impl ClusterState {
+    /// Adds or replaces a claim. An assumed provisioning ends once the claim shows it (or is
+    /// bound).
     pub fn upsert_claim(&mut self, claim: PersistentVolumeClaim) {
         let key = ns_key(
             claim.metadata.namespace.as_ref(),
             claim.metadata.name.as_ref(),
         );
+        if let Some(node) = self.storage.assumed_selected_nodes.get(&key) {
+            let shown = claim
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ANN_SELECTED_NODE));
+            let bound = claim
+                .spec
+                .as_ref()
+                .and_then(|s| s.volume_name.as_deref())
+                .is_some_and(|v| !v.is_empty());
+            if shown == Some(node) || bound {
+                take_assumption(&mut self.storage.assumed_selected_nodes, &key);
+            }
+        }
         put(&mut self.storage.claims, key, claim);
     }
 
     pub fn delete_claim(&mut self, namespace: &str, name: &str) {
-        take(&mut self.storage.claims, &format!("{namespace}/{name}"));
+        let key = format!("{namespace}/{name}");
+        take_assumption(&mut self.storage.assumed_selected_nodes, &key);
+        take(&mut self.storage.claims, &key);
     }
 
     /// The claim `name` in `namespace`, as last observed.
@@ -51,13 +92,51 @@ impl ClusterState {
         self.storage.claims.values()
     }
 
+    /// Adds or replaces a volume. An assumed binding ends once the volume shows a claim.
     pub fn upsert_volume(&mut self, volume: PersistentVolume) {
         let key = volume.metadata.name.clone().unwrap_or_default();
+        if self.storage.assumed_volume_claims.contains_key(&key) && claim_ref_key(&volume).is_some()
+        {
+            take_assumption(&mut self.storage.assumed_volume_claims, &key);
+        }
         put(&mut self.storage.volumes, key, volume);
     }
 
     pub fn delete_volume(&mut self, name: &str) {
+        take_assumption(&mut self.storage.assumed_volume_claims, name);
         take(&mut self.storage.volumes, name);
+    }
+
+    /// A decided volume binding, until the watch shows the volume's claim reference.
+    pub fn assume_volume_binding(&mut self, volume: &str, claim: &str) {
+        Arc::make_mut(&mut self.storage.assumed_volume_claims)
+            .insert(volume.to_owned(), claim.to_owned());
+    }
+
+    /// A decided provisioning, until the watch shows the claim's `selected-node`.
+    pub fn assume_selected_node(&mut self, claim: &str, node: &str) {
+        Arc::make_mut(&mut self.storage.assumed_selected_nodes)
+            .insert(claim.to_owned(), node.to_owned());
+    }
+
+    /// Withdraws an assumed binding (its write failed).
+    pub fn forget_volume_binding(&mut self, volume: &str) {
+        take_assumption(&mut self.storage.assumed_volume_claims, volume);
+    }
+
+    /// Withdraws an assumed provisioning (its write failed).
+    pub fn forget_selected_node(&mut self, claim: &str) {
+        take_assumption(&mut self.storage.assumed_selected_nodes, claim);
+    }
+
+    /// Volume → claim for bindings decided but not yet seen.
+    pub fn assumed_volume_claims(&self) -> &BTreeMap<String, String> {
+        &self.storage.assumed_volume_claims
+    }
+
+    /// Claim → node for provisionings decided but not yet seen.
+    pub fn assumed_selected_nodes(&self) -> &BTreeMap<String, String> {
+        &self.storage.assumed_selected_nodes
     }
 
     pub fn volume(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
@@ -131,6 +210,26 @@ mod tests {
         assert!(state.volume("pv1").is_none());
         assert!(snapshot.claim("ns", "data").is_some());
         assert_eq!(snapshot.volumes().count(), 1);
+        // An assumed binding lasts until the watch shows the volume's claim.
+        state.assume_volume_binding("pv2", "ns/data");
+        state.assume_selected_node("ns/other", "n1");
+        let shown: PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "pv2"},
+            "spec": {"claimRef": {"namespace": "ns", "name": "data"}}
+        }))
+        .expect("volume");
+        state.upsert_volume(shown);
+        assert!(state.assumed_volume_claims().is_empty());
+        state.assume_volume_binding("pv3", "ns/data");
+        state.forget_volume_binding("pv3");
+        assert!(state.assumed_volume_claims().is_empty());
+        let annotated: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "other", "namespace": "ns",
+                         "annotations": {"volume.kubernetes.io/selected-node": "n1"}}
+        }))
+        .expect("claim");
+        state.upsert_claim(annotated);
+        assert!(state.assumed_selected_nodes().is_empty());
         // Deleting what is not there leaves the shared table alone.
         state.delete_storage_class("none");
         state.delete_csi_node("none");

@@ -42,7 +42,7 @@
 use std::sync::atomic::Ordering as AtomicOrdering;
 
 use engine::conf::{ArgWarning, Arguments};
-use engine::framework::{ExtensionPoints, Plugin, SessionState, VolumeWrite};
+use engine::framework::{ExtensionPoints, Plugin, PreBindWrites, SessionState};
 use engine::model::{FitError, FitStatus, NodeId, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -81,6 +81,9 @@ const VOLUME_BINDING_ENABLE: &str = "predicate.VolumeBindingEnable";
 const VOLUME_RESTRICTIONS_ENABLE: &str = "predicate.VolumeRestrictionsEnable";
 const CACHE_ENABLE: &str = "predicate.CacheEnable";
 const VOLUME_BINDING_WEIGHT: &str = "volumebinding.weight";
+const VOLUME_BIND_TIMEOUT: &str = "volumebinding.bindTimeoutSeconds";
+/// Volcano's default wait for the volume controller to complete a pod's volume bindings.
+const DEFAULT_VOLUME_BIND_TIMEOUT_SECONDS: i64 = 600;
 
 const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 
@@ -140,6 +143,8 @@ impl SkipSet {
 #[derive(Clone, Debug, PartialEq)]
 struct Enabled {
     volumes: volumes::VolumeSwitches,
+    /// How long a bind waits for its volumes (`volumebinding.bindTimeoutSeconds`).
+    volume_bind_timeout: std::time::Duration,
     node_affinity: bool,
     node_ports: bool,
     taint_toleration: bool,
@@ -162,6 +167,13 @@ impl Enabled {
 
     /// Reads the switches, adding what is wrong with them to `warnings`.
     fn read(args: &Arguments, warnings: &mut Vec<ArgWarning>) -> Self {
+        let mut timeout = DEFAULT_VOLUME_BIND_TIMEOUT_SECONDS;
+        if let Err(e) = args.get_int(VOLUME_BIND_TIMEOUT, &mut timeout) {
+            warnings.push(ArgWarning::new(
+                VOLUME_BIND_TIMEOUT,
+                format!("{}; the default {timeout} is used", e.message),
+            ));
+        }
         let mut read = |key: &str, default: bool| {
             let mut v = default;
             if let Err(e) = args.get_bool(key, &mut v) {
@@ -173,6 +185,9 @@ impl Enabled {
             v
         };
         let enabled = Enabled {
+            volume_bind_timeout: std::time::Duration::from_secs(
+                u64::try_from(timeout).unwrap_or(0),
+            ),
             volumes: volumes::VolumeSwitches {
                 restrictions: read(VOLUME_RESTRICTIONS_ENABLE, true),
                 limits: read(NODE_VOLUME_LIMITS_ENABLE, true),
@@ -647,6 +662,7 @@ impl Plugin for Predicates {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.view = PodView::open(ssn, self.enabled.pod_affinity, false);
+        self.assumed_volumes = volumes::VolumeAssumptions::open(ssn);
         if self.enabled.node_ports {
             self.used_ports = ssn
                 .nodes()
@@ -683,8 +699,11 @@ impl Plugin for Predicates {
             | ExtensionPoints::PRE_BIND
     }
 
-    fn pre_bind(&self, _ssn: &SessionState, task: TaskId) -> Vec<VolumeWrite> {
-        self.assumed_volumes.writes(task)
+    fn pre_bind(&self, _ssn: &SessionState, task: TaskId) -> PreBindWrites {
+        PreBindWrites {
+            writes: self.assumed_volumes.writes(task),
+            timeout: self.enabled.volume_bind_timeout,
+        }
     }
 
     fn pre_predicate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {

@@ -186,6 +186,19 @@ pub(super) struct VolumeAssumptions {
 }
 
 impl VolumeAssumptions {
+    /// The bindings earlier sessions decided that the watch has not shown yet, so that this
+    /// session does not give their volumes away again.
+    pub(super) fn open(ssn: &SessionState) -> Self {
+        let snapshot = ssn.snapshot();
+        VolumeAssumptions {
+            by_task: HashMap::new(),
+            all: Assumed {
+                volume_claims: snapshot.assumed_volume_claims().clone(),
+                selected_nodes: snapshot.assumed_selected_nodes().clone(),
+            },
+        }
+    }
+
     /// Upstream Reserve: the volumes the task gets on its node become promised. A task whose
     /// volumes cannot be worked out (no claims, or a state that changed) reserves nothing.
     pub(super) fn reserve(&mut self, ssn: &SessionState, task: TaskId) {

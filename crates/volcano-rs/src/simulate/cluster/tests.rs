@@ -273,6 +273,7 @@ fn reaction_to_decisions() {
         pod_uid: "ua".into(),
         node: "n1".into(),
         volumes: Vec::new(),
+        volume_bind_timeout: std::time::Duration::ZERO,
     });
     cluster.apply(&d);
     let a = &cluster.pods()["ns/a"];
@@ -306,6 +307,7 @@ fn quiet_sessions_change_nothing() {
         pod_uid: String::new(),
         node: "n1".into(),
         volumes: Vec::new(),
+        volume_bind_timeout: std::time::Duration::ZERO,
     });
     assert!(changes_anything(&d));
 }
