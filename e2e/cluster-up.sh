@@ -248,12 +248,14 @@ e2e_log "starting kwok (manages nodes labelled $E2E_KWOK_LABEL_KEY=$E2E_KWOK_LAB
 start kwok --kubeconfig="$E2E_KUBECONFIG" --config="$E2E_RUN/kwok.yaml"
 wait_ready kwok 60 kwok_healthy
 
-e2e_log "starting kube-controller-manager (the ResourceQuota controller only)"
+e2e_log "starting kube-controller-manager (the ResourceQuota and volume binder controllers)"
 # The resourcequota plugin reads a ResourceQuota's status.hard/status.used, which only the
-# quota controller writes. Nothing else of the controller-manager runs: no leader election,
-# no serving port, no service-account token controller (ServiceAccount admission is off).
+# quota controller writes; the volume binder completes the claim bindings volcano-rs starts
+# (a static volume's claimRef) and binds pre-bound claims. Nothing else of the
+# controller-manager runs: no leader election, no serving port, no service-account token
+# controller (ServiceAccount admission is off).
 start kube-controller-manager --kubeconfig="$E2E_KUBECONFIG" \
-	--controllers=resourcequota --leader-elect=false --secure-port=0 \
+	--controllers=resourcequota,persistentvolume-binder --leader-elect=false --secure-port=0 \
 	--resource-quota-sync-period=10s --concurrent-resource-quota-syncs=2
 kcm_running() { sleep 1; [[ -n $(e2e_pids kube-controller-manager) ]]; }
 wait_ready kube-controller-manager 30 kcm_running

@@ -22,8 +22,9 @@ except ImportError:
 REPO = Path(__file__).resolve().parent.parent
 
 # (API group, resource, verb) the daemon calls, cluster-wide: crates/cluster/src/watch.rs
-# (list+watch of eight kinds), executor.rs (bind, pod status, eviction delete, PodGroup patch,
-# Queue status patch, events), queues.rs (queue get/create). Widening the ClusterRole must be
+# (list+watch of twelve kinds), executor.rs (bind, pod status, eviction delete, PodGroup patch,
+# Queue status patch, events), executor/volumes.rs (claim patch, volume get/update),
+# queues.rs (queue get/create). Widening the ClusterRole must be
 # a deliberate change here too.
 EXPECTED_CLUSTER_RULES = {
     *(("", r, v) for r in ("pods", "nodes", "namespaces", "resourcequotas") for v in ("list", "watch")),
@@ -43,6 +44,11 @@ EXPECTED_CLUSTER_RULES = {
     ("scheduling.volcano.sh", "queues", "create"),
     ("scheduling.volcano.sh", "queues/status", "patch"),
     ("", "events", "create"),
+    *(("", r, v) for r in ("persistentvolumeclaims", "persistentvolumes") for v in ("list", "watch")),
+    ("", "persistentvolumeclaims", "patch"),
+    ("", "persistentvolumes", "get"),
+    ("", "persistentvolumes", "update"),
+    *(("storage.k8s.io", r, v) for r in ("storageclasses", "csinodes") for v in ("list", "watch")),
 }
 EXPECTED_LEASE_VERBS = {"get", "create", "update"}
 

@@ -58,6 +58,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("usage-prometheus", tests::usage::usage_prometheus),
     ("extender-http", tests::extender::extender_http),
     ("volcano-arguments", tests::operator::volcano_arguments),
+    ("volumes", tests::volumes::volumes),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

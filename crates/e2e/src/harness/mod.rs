@@ -22,11 +22,13 @@ use apis::{PodGroup, PodGroupSpec, Queue, QueueSpec};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
     Affinity, Binding, ConfigMap, Container, Event as CoreEvent, Namespace, NamespaceSpec, Node,
-    NodeSpec, NodeStatus, ObjectReference, Pod, PodSpec, ResourceQuota, ResourceRequirements,
-    Toleration,
+    NodeSpec, NodeStatus, ObjectReference, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeClaimVolumeSource, Pod, PodSpec, ResourceQuota, ResourceRequirements,
+    Toleration, Volume,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -621,6 +623,14 @@ async fn cleanup_inner(env: &Env, name: &str) -> anyhow::Result<()> {
             .delete_collection(&now, &all)
             .await
             .context("deleting ConfigMaps")?;
+        // Claims and volumes carry protection finalizers that only controllers not running
+        // here would remove.
+        delete_unprotected(
+            &Api::<PersistentVolumeClaim>::namespaced(c.clone(), &ns),
+            &all,
+        )
+        .await
+        .context("deleting PersistentVolumeClaims")?;
         Api::<CoreEvent>::namespaced(c.clone(), &ns)
             .delete_collection(&now, &all)
             .await
@@ -637,6 +647,17 @@ async fn cleanup_inner(env: &Env, name: &str) -> anyhow::Result<()> {
         .delete_collection(&DeleteParams::default(), &by_label)
         .await
         .context("deleting queues")?;
+    delete_unprotected(&Api::<PersistentVolume>::all(client.clone()), &by_label)
+        .await
+        .context("deleting PersistentVolumes")?;
+    Api::<StorageClass>::all(client.clone())
+        .delete_collection(&DeleteParams::default(), &by_label)
+        .await
+        .context("deleting StorageClasses")?;
+    Api::<CSINode>::all(client.clone())
+        .delete_collection(&DeleteParams::default(), &by_label)
+        .await
+        .context("deleting CSINodes")?;
     let classes: Api<PriorityClass> = Api::all(client.clone());
     classes
         .delete_collection(&DeleteParams::default(), &by_label)
@@ -669,6 +690,30 @@ async fn cleanup_inner(env: &Env, name: &str) -> anyhow::Result<()> {
                 ignore_not_found(events.delete(event_name, &DeleteParams::default()).await)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// Deletes the listed objects after clearing their finalizers.
+async fn delete_unprotected<K>(api: &Api<K>, list: &ListParams) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    for object in api.list(list).await?.items {
+        let Some(name) = object.meta().name.clone() else {
+            continue;
+        };
+        let clear = serde_json::json!({"metadata": {"finalizers": null}});
+        ignore_not_found(
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&clear))
+                .await
+                .map(|_| ()),
+        )?;
+        ignore_not_found(
+            api.delete(&name, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
     }
     Ok(())
 }

@@ -110,6 +110,22 @@ impl PodBuilder {
     }
 
     /// Another `schedulerName` than the test's.
+    /// Mounts the claim `claim` (a `persistentVolumeClaim` volume of the same name).
+    pub fn claim(mut self, claim: &str) -> Self {
+        self.spec()
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(Volume {
+                name: claim.to_string(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.to_string(),
+                    read_only: None,
+                }),
+                ..Default::default()
+            });
+        self
+    }
+
     pub fn scheduler_name(mut self, name: &str) -> Self {
         self.spec().scheduler_name = Some(name.to_string());
         self

@@ -20,4 +20,5 @@ pub mod restart;
 pub mod tap;
 pub mod tdm;
 pub mod usage;
+pub mod volumes;
 pub mod writerate;
