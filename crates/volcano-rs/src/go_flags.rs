@@ -42,7 +42,7 @@ const IGNORED: &[(&str, bool, &str)] = &[
         true,
         "plugins are built in; Go plugins cannot be loaded",
     ),
-    ("csi-storage", false, "volumes are not modelled yet"),
+    ("csi-storage", false, "CSI storage capacity is not modelled"),
     (
         "enable-healthz",
         false,
@@ -74,7 +74,11 @@ const IGNORED: &[(&str, bool, &str)] = &[
         true,
         "scheduling gates are not removed by this scheduler",
     ),
-    ("ignored-provisioners", true, "volumes are not modelled yet"),
+    (
+        "ignored-provisioners",
+        true,
+        "CSI attach limits come from the NodeVolumeLimits filter, which counts every driver",
+    ),
     (
         "resource-sync-timeout",
         true,
