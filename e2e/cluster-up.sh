@@ -197,7 +197,7 @@ start etcd --name=volcano-rs-e2e --data-dir="$E2E_ETCD_DATA" \
 wait_ready etcd 30 etcd_healthy
 
 e2e_log "starting kube-apiserver on $E2E_SERVER"
-# Only the quota controller of kube-controller-manager runs, hence: ServiceAccount
+# The serviceaccount controller of kube-controller-manager does not run, hence: ServiceAccount
 # admission off (nobody creates the default ServiceAccounts) and
 # TaintNodesByCondition off (nobody would lift the not-ready taint from new nodes). No kubernetes-Service
 # endpoint reconciler: its only address would be loopback, which Endpoints
@@ -248,14 +248,18 @@ e2e_log "starting kwok (manages nodes labelled $E2E_KWOK_LABEL_KEY=$E2E_KWOK_LAB
 start kwok --kubeconfig="$E2E_KUBECONFIG" --config="$E2E_RUN/kwok.yaml"
 wait_ready kwok 60 kwok_healthy
 
-e2e_log "starting kube-controller-manager (the ResourceQuota and volume binder controllers)"
+e2e_log "starting kube-controller-manager (quota, volume binder, owners, namespaces, workloads, tokens)"
 # The resourcequota plugin reads a ResourceQuota's status.hard/status.used, which only the
 # quota controller writes; the volume binder completes the claim bindings volcano-rs starts
-# (a static volume's claimRef) and binds pre-bound claims. Nothing else of the
-# controller-manager runs: no leader election, no serving port, no service-account token
-# controller (ServiceAccount admission is off).
+# (a static volume's claimRef) and binds pre-bound claims; the garbage collector and the
+# namespace controller give objects real owners and namespaces a real deletion; the job,
+# replicaset and deployment controllers create pods as on any cluster; the service-account
+# token controller fills token Secrets. No leader election, no serving port; the
+# ServiceAccount admission stays off, so pods need no ServiceAccount object.
 start kube-controller-manager --kubeconfig="$E2E_KUBECONFIG" \
-	--controllers=resourcequota,persistentvolume-binder --leader-elect=false --secure-port=0 \
+	--controllers=resourcequota,persistentvolume-binder,garbagecollector,namespace,job,replicaset,deployment,serviceaccount-token \
+	--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+	--leader-elect=false --secure-port=0 \
 	--resource-quota-sync-period=10s --concurrent-resource-quota-syncs=2
 kcm_running() { sleep 1; [[ -n $(e2e_pids kube-controller-manager) ]]; }
 wait_ready kube-controller-manager 30 kcm_running

@@ -59,6 +59,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("extender-http", tests::extender::extender_http),
     ("volcano-arguments", tests::operator::volcano_arguments),
     ("volumes", tests::volumes::volumes),
+    ("owned-pods", tests::owners::owned_pods),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

@@ -13,6 +13,7 @@ pub mod killloop;
 pub mod leader;
 pub mod nodegroup;
 pub mod operator;
+pub mod owners;
 pub mod quota;
 pub mod rbac;
 pub mod reload;

@@ -353,3 +353,38 @@ fn volume_node_affinity_ignores_match_fields() {
     let empty: Vec<k8s_openapi::api::core::v1::NodeSelectorTerm> = object(json!([{}]));
     assert!(!volume_terms_match(&empty, &BTreeMap::new()));
 }
+
+#[test]
+fn an_ephemeral_volume_needs_the_claim_created_for_its_pod() {
+    let pod: Pod = object(json!({
+        "metadata": {"name": "abc", "namespace": "default", "uid": "uid-abc"},
+        "spec": {"containers": [{"name": "c"}],
+                 "volumes": [{"name": "xyz", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}
+    }));
+    assert_eq!(
+        binding::prefilter(&pod, &Storage::default()).err(),
+        Some(Failure::Unresolvable(
+            "waiting for ephemeral volume controller to create the persistentvolumeclaim \"abc-xyz\""
+                .to_owned()
+        ))
+    );
+    let foreign =
+        Storage::default().claim(json!({"metadata": {"name": "abc-xyz", "namespace": "default"}}));
+    assert_eq!(
+        binding::prefilter(&pod, &foreign).err(),
+        Some(Failure::Unresolvable(
+            "PVC default/abc-xyz was not created for pod default/abc (pod is not owner)".to_owned()
+        ))
+    );
+    let owned = Storage::default().claim(
+        json!({"metadata": {"name": "abc-xyz", "namespace": "default",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "abc", "uid": "uid-abc",
+                             "controller": true}]},
+        "spec": {"volumeName": "pv"}}),
+    );
+    // Owned, but only pre-bound: it waits like any claim the controller has not bound.
+    assert_eq!(
+        binding::prefilter(&pod, &owned).err(),
+        Some(Failure::Unresolvable(UNBOUND_IMMEDIATE.to_owned()))
+    );
+}
