@@ -42,9 +42,10 @@ pub trait Mirrored: Sized {
     const KIND: &'static str;
     /// `namespace/name` for namespaced kinds, `name` otherwise.
     fn state_key(&self) -> String;
-    /// Applies the object; true when it is new pending work of ours.
+    /// Applies the object; true when it can change a decision (a session should start now).
     fn upsert(self, state: &mut ClusterState) -> bool;
-    fn delete(key: &str, state: &mut ClusterState);
+    /// Removes the object; true when that can change a decision (it freed capacity).
+    fn delete(key: &str, state: &mut ClusterState) -> bool;
 }
 
 fn split_key(key: &str) -> (&str, &str) {
@@ -59,20 +60,37 @@ fn ns_key<K: ResourceExt>(o: &K) -> String {
     )
 }
 
+/// Whether a state change can change a decision: the state's answer, or never for kinds whose
+/// changes wait for the next periodic session.
+trait Wakes {
+    fn wakes(self) -> bool;
+}
+
+impl Wakes for bool {
+    fn wakes(self) -> bool {
+        self
+    }
+}
+
+impl Wakes for () {
+    fn wakes(self) -> bool {
+        false
+    }
+}
+
 macro_rules! namespaced {
-    ($ty:ty, $kind:literal, $upsert:ident, $delete:ident, $pending:expr) => {
+    ($ty:ty, $kind:literal, $upsert:ident, $delete:ident) => {
         impl Mirrored for $ty {
             const KIND: &'static str = $kind;
             fn state_key(&self) -> String {
                 ns_key(self)
             }
             fn upsert(self, state: &mut ClusterState) -> bool {
-                #[allow(clippy::redundant_closure_call)]
-                ($pending)(state.$upsert(self))
+                state.$upsert(self).wakes()
             }
-            fn delete(key: &str, state: &mut ClusterState) {
+            fn delete(key: &str, state: &mut ClusterState) -> bool {
                 let (ns, name) = split_key(key);
-                state.$delete(ns, name);
+                state.$delete(ns, name).wakes()
             }
         }
     };
@@ -86,45 +104,37 @@ macro_rules! cluster_scoped {
                 self.name_any()
             }
             fn upsert(self, state: &mut ClusterState) -> bool {
-                state.$upsert(self);
-                false
+                state.$upsert(self).wakes()
             }
-            fn delete(key: &str, state: &mut ClusterState) {
-                state.$delete(key);
+            fn delete(key: &str, state: &mut ClusterState) -> bool {
+                state.$delete(key).wakes()
             }
         }
     };
 }
 
-namespaced!(Pod, "Pod", upsert_pod, delete_pod, |pending: bool| pending);
-namespaced!(
-    PodGroup,
-    "PodGroup",
-    upsert_pod_group,
-    delete_pod_group,
-    |_: ()| true
-);
+// What wakes a session early (spec: only work that can change a decision): a pod of ours
+// newly pending, a pod that stopped holding a node, a new or re-specified PodGroup, a node that
+// can take new pods, a claim that got its volume. Never a status a session wrote itself.
+namespaced!(Pod, "Pod", upsert_pod, delete_pod);
+namespaced!(PodGroup, "PodGroup", upsert_pod_group, delete_pod_group);
 namespaced!(
     PodDisruptionBudget,
     "PodDisruptionBudget",
     upsert_pdb,
-    delete_pdb,
-    |_: ()| false
+    delete_pdb
 );
 namespaced!(
     ResourceQuota,
     "ResourceQuota",
     upsert_resource_quota,
-    delete_resource_quota,
-    |_: ()| false
+    delete_resource_quota
 );
-// A claim that turns Bound can make a waiting pod schedulable: worth a session now.
 namespaced!(
     PersistentVolumeClaim,
     "PersistentVolumeClaim",
     upsert_claim,
-    delete_claim,
-    |_: ()| true
+    delete_claim
 );
 cluster_scoped!(Node, "Node", upsert_node, delete_node);
 cluster_scoped!(
@@ -242,7 +252,7 @@ impl<K: Mirrored> Mirror<K> {
                 {
                     let mut state = shared.lock();
                     for gone in self.known.difference(&seen) {
-                        K::delete(gone, &mut state);
+                        let _ = K::delete(gone, &mut state);
                     }
                 }
                 self.known = seen;
@@ -256,8 +266,7 @@ impl<K: Mirrored> Mirror<K> {
             Event::Delete(obj) => {
                 let key = obj.state_key();
                 self.known.remove(&key);
-                K::delete(&key, &mut shared.lock());
-                false
+                K::delete(&key, &mut shared.lock())
             }
         }
     }

@@ -35,8 +35,8 @@ enum Command {
     ///
     /// Watches Pods, Nodes, PodGroups, Queues, PriorityClasses, PodDisruptionBudgets,
     /// ResourceQuotas, Namespaces and the storage objects (claims, volumes, storage classes,
-    /// CSI nodes), runs a session every --schedule-period (sooner when new
-    /// pending pods arrive) while holding the leader Lease, and writes binds, evictions and
+    /// CSI nodes), runs a session every --schedule-period (sooner when pods wait, capacity
+    /// frees up or a PodGroup changes) while holding the leader Lease, and writes binds, evictions and
     /// status back. Logs go to stderr; levels from RUST_LOG (default info).
     Run {
         #[command(flatten)]

@@ -99,6 +99,16 @@ pub struct ClusterState {
     next_node_seq: u64,
 }
 
+/// A pod of ours waiting for a node.
+fn waits(spec: &TaskSpec) -> bool {
+    spec.ours && spec.status == crate::model::TaskStatus::Pending
+}
+
+/// A pod on a node, still holding its share of it.
+fn holds_node(spec: &TaskSpec) -> bool {
+    spec.node_name.is_some() && !spec.status.is_completed()
+}
+
 /// An immutable view of the cluster for one session. Cloning it is cheap.
 pub type Snapshot = ClusterState;
 
@@ -144,7 +154,9 @@ impl ClusterState {
 
     /// Adds or replaces a pod. Pods of other schedulers are kept only when they are assigned
     /// to a node (they occupy it); unassigned ones are invisible to us (§7.1). Returns true when
-    /// the pod is pending work of ours (the daemon uses it to start a session early).
+    /// the update can change a decision (the daemon then starts a session early): a pod of
+    /// ours newly pending, or a pod of any scheduler that held a node and no longer does (it
+    /// finished). Updates that change neither, such as the conditions a session wrote, do not.
     ///
     /// While a bind of ours is assumed, an update that still shows no node is remembered but
     /// does not undo the assumption (Volcano ignores it the same way, §7.5); an update that
@@ -190,9 +202,13 @@ impl ClusterState {
             return false;
         }
         let spec = TaskSpec::from_pod(Arc::new(pod), ours, self.default_queue());
-        let pending = ours && spec.status == crate::model::TaskStatus::Pending;
+        let (was_pending, held) = self
+            .pods
+            .get(&key)
+            .map_or((false, false), |p| (waits(p), holds_node(p)));
+        let wake = (waits(&spec) && !was_pending) || (held && !holds_node(&spec));
         Arc::make_mut(&mut self.pods).insert(key, Arc::new(spec));
-        pending
+        wake
     }
 
     /// Marks a decided bind as done in the state at once, so the next session cannot reuse
@@ -253,7 +269,8 @@ impl ClusterState {
         }
     }
 
-    pub fn delete_pod(&mut self, namespace: &str, name: &str) {
+    /// Removes a pod; true when it held a node, whose capacity is now free.
+    pub fn delete_pod(&mut self, namespace: &str, name: &str) -> bool {
         let key = format!("{namespace}/{name}");
         if self.assumed.contains_key(&key) {
             Arc::make_mut(&mut self.assumed).remove(&key);
@@ -261,9 +278,13 @@ impl ClusterState {
         if self.evicting.contains_key(&key) {
             Arc::make_mut(&mut self.evicting).remove(&key);
         }
-        if self.pods.contains_key(&key) {
-            Arc::make_mut(&mut self.pods).remove(&key);
+        // Checked first: `make_mut` would copy a table a snapshot shares for nothing.
+        if !self.pods.contains_key(&key) {
+            return false;
         }
+        Arc::make_mut(&mut self.pods)
+            .remove(&key)
+            .is_some_and(|removed| holds_node(&removed))
     }
 
     pub fn pod(&self, key: &str) -> Option<&Arc<TaskSpec>> {
@@ -291,12 +312,29 @@ impl ClusterState {
             .any(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
     }
 
-    pub fn upsert_node(&mut self, node: Node) {
+    /// Adds or replaces a node; true when it can take pods it could not before: new, no longer
+    /// unschedulable, or with other taints.
+    pub fn upsert_node(&mut self, node: Node) -> bool {
         let name = node.metadata.name.clone().unwrap_or_default();
         if !self.node_selected(&node) {
             self.delete_node(&name);
-            return;
+            return false;
         }
+        let gate = |n: &Node| {
+            let spec = n.spec.as_ref();
+            (
+                spec.and_then(|s| s.unschedulable).unwrap_or(false),
+                spec.and_then(|s| s.taints.clone()),
+            )
+        };
+        let opened = match self.nodes.get(&name) {
+            None => true,
+            Some(old) => {
+                let (was_closed, old_taints) = gate(&old.spec.node);
+                let (closed, taints) = gate(&node);
+                (was_closed && !closed) || old_taints != taints
+            }
+        };
         let spec = Arc::new(NodeSpec::from_node(Arc::new(node)));
         let seq = match self.nodes.get(&name) {
             Some(e) => e.seq,
@@ -306,6 +344,7 @@ impl ClusterState {
             }
         };
         Arc::make_mut(&mut self.nodes).insert(name, NodeEntry { seq, spec });
+        opened
     }
 
     pub fn delete_node(&mut self, name: &str) {
@@ -352,9 +391,16 @@ impl ClusterState {
 
     // ---- pod groups, queues -----------------------------------------------------------------
 
-    pub fn upsert_pod_group(&mut self, pg: PodGroup) {
+    /// Adds or replaces a PodGroup; true when it is new or its spec changed (a status update,
+    /// such as the one a session wrote, changes no decision).
+    pub fn upsert_pod_group(&mut self, pg: PodGroup) -> bool {
         let key = ns_key(pg.metadata.namespace.as_ref(), pg.metadata.name.as_ref());
+        let changed = self
+            .pod_groups
+            .get(&key)
+            .is_none_or(|old| old.spec != pg.spec);
         Arc::make_mut(&mut self.pod_groups).insert(key, Arc::new(pg));
+        changed
     }
 
     pub fn delete_pod_group(&mut self, namespace: &str, name: &str) {

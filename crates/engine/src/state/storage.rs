@@ -52,9 +52,9 @@ fn take<T>(table: &mut Arc<BTreeMap<String, Arc<T>>>, key: &str) {
 }
 
 impl ClusterState {
-    /// Adds or replaces a claim. An assumed provisioning ends once the claim shows it (or is
-    /// bound).
-    pub fn upsert_claim(&mut self, claim: PersistentVolumeClaim) {
+    /// Adds or replaces a claim; true when it is new or just got its volume (a pod waiting for
+    /// it may go now). An assumed provisioning ends once the claim shows it (or is bound).
+    pub fn upsert_claim(&mut self, claim: PersistentVolumeClaim) -> bool {
         let key = ns_key(
             claim.metadata.namespace.as_ref(),
             claim.metadata.name.as_ref(),
@@ -74,7 +74,15 @@ impl ClusterState {
                 take_assumption(&mut self.storage.assumed_selected_nodes, &key);
             }
         }
+        let volume_of =
+            |c: &PersistentVolumeClaim| c.spec.as_ref().and_then(|s| s.volume_name.clone());
+        let wake = self
+            .storage
+            .claims
+            .get(&key)
+            .is_none_or(|old| volume_of(old) != volume_of(&claim));
         put(&mut self.storage.claims, key, claim);
+        wake
     }
 
     pub fn delete_claim(&mut self, namespace: &str, name: &str) {

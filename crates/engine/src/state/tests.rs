@@ -160,3 +160,71 @@ fn assumed_eviction_keeps_the_pod_releasing_until_the_deletion_is_seen() {
     s.delete_pod("ns", "v");
     assert_eq!(s.pod_count(), 0);
 }
+
+/// Only changes that can change a decision start a session early: never a status a session
+/// wrote itself.
+#[test]
+fn early_sessions_start_only_for_work_that_can_change_a_decision() {
+    let mut s = ClusterState::new(StateOptions::default());
+    // Pods: newly pending yes; the same pod again (say, with the condition a session wrote) no.
+    assert!(s.upsert_pod(pod("a", "volcano-rs", None, "Pending")));
+    assert!(!s.upsert_pod(pod("a", "volcano-rs", None, "Pending")));
+    // Bound and running: nothing new; finished: its node has room again.
+    assert!(!s.upsert_pod(pod("a", "volcano-rs", Some("n1"), "Running")));
+    assert!(s.upsert_pod(pod("a", "volcano-rs", Some("n1"), "Succeeded")));
+    // Another scheduler's pod deleted from a node frees it; a pending pod's deletion does not.
+    assert!(!s.upsert_pod(pod("other", "default-scheduler", Some("n1"), "Running")));
+    assert!(s.delete_pod("ns", "other"));
+    assert!(s.upsert_pod(pod("b", "volcano-rs", None, "Pending")));
+    assert!(!s.delete_pod("ns", "b"));
+    assert!(!s.delete_pod("ns", "never-seen"));
+
+    // PodGroups: new or re-specified yes; a status update no.
+    let pg = |min: i32, phase: &str| -> PodGroup {
+        serde_json::from_value(json!({
+            "metadata": {"name": "pg", "namespace": "ns"},
+            "spec": {"minMember": min},
+            "status": {"phase": phase}
+        }))
+        .expect("pod group")
+    };
+    assert!(s.upsert_pod_group(pg(2, "Pending")));
+    assert!(!s.upsert_pod_group(pg(2, "Inqueue")));
+    assert!(s.upsert_pod_group(pg(3, "Inqueue")));
+
+    // Nodes: new yes; the same no; schedulable again or other taints yes.
+    assert!(s.upsert_node(node("n1", json!({}))));
+    assert!(!s.upsert_node(node("n1", json!({}))));
+    let mut cordoned = node("n1", json!({}));
+    cordoned
+        .spec
+        .get_or_insert_with(Default::default)
+        .unschedulable = Some(true);
+    assert!(!s.upsert_node(cordoned));
+    assert!(s.upsert_node(node("n1", json!({}))));
+    let mut tainted = node("n1", json!({}));
+    tainted.spec.get_or_insert_with(Default::default).taints = Some(vec![
+        serde_json::from_value(json!({"key": "k", "effect": "NoSchedule"})).expect("taint"),
+    ]);
+    assert!(s.upsert_node(tainted));
+
+    // Claims: new or bound to a volume yes; an annotation (the selected node written) no.
+    let claim = |annotations: serde_json::Value,
+                 volume: Option<&str>|
+     -> k8s_openapi::api::core::v1::PersistentVolumeClaim {
+        serde_json::from_value(json!({
+            "metadata": {"name": "data", "namespace": "ns", "annotations": annotations},
+            "spec": {"volumeName": volume}
+        }))
+        .expect("claim")
+    };
+    assert!(s.upsert_claim(claim(json!({}), None)));
+    assert!(!s.upsert_claim(claim(
+        json!({"volume.kubernetes.io/selected-node": "n1"}),
+        None
+    )));
+    assert!(s.upsert_claim(claim(
+        json!({"pv.kubernetes.io/bind-completed": "yes"}),
+        Some("pv-1")
+    )));
+}
