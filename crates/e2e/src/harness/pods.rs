@@ -149,6 +149,32 @@ impl PodBuilder {
     }
 }
 
+impl TestCtx {
+    /// Waits until pod `name` has `PodScheduled=False` with a message containing `needle`, and
+    /// returns that message.
+    pub async fn wait_unschedulable(
+        &self,
+        name: &str,
+        needle: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<String> {
+        self.wait_for(
+            &format!("pod {name} PodScheduled=False with a message containing {needle:?}"),
+            timeout,
+            || async {
+                let pod = self.get_pod(name).await.map_err(|e| format!("{e:#}"))?;
+                match pod_scheduled(&pod) {
+                    Some((status, _, message)) if status == "False" && message.contains(needle) => {
+                        Ok(message)
+                    }
+                    other => Err(format!("PodScheduled = {other:?}")),
+                }
+            },
+        )
+        .await
+    }
+}
+
 /// `(status, reason, message)` of a pod's `PodScheduled` condition.
 pub fn pod_scheduled(pod: &Pod) -> Option<(String, String, String)> {
     pod.status

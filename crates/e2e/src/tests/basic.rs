@@ -19,25 +19,6 @@ use crate::harness::{Daemon, Env, TestCtx, cpu_millis, pod_scheduled};
 
 const SHORT: Duration = Duration::from_secs(30);
 
-/// Waits until pod `name` has `PodScheduled=False` with a message containing `needle`, and
-/// returns that message.
-async fn wait_unschedulable(ctx: &TestCtx, name: &str, needle: &str) -> Result<String> {
-    ctx.wait_for(
-        &format!("pod {name} PodScheduled=False with a message containing {needle:?}"),
-        SHORT,
-        || async {
-            let pod = ctx.get_pod(name).map_err(|e| format!("{e:#}")).await?;
-            match pod_scheduled(&pod) {
-                Some((status, _, message)) if status == "False" && message.contains(needle) => {
-                    Ok(message)
-                }
-                other => Err(format!("PodScheduled = {other:?}")),
-            }
-        },
-    )
-    .await
-}
-
 /// Waits until every pod in `names` is bound; returns pod → node for the whole namespace.
 async fn wait_bound(ctx: &TestCtx, names: &[&str]) -> Result<BTreeMap<String, String>> {
     ctx.wait_for(&format!("pods {names:?} bound"), SHORT, || async {
@@ -101,7 +82,9 @@ pub fn plain_pod(env: Env) -> BoxFuture<'static, Result<()>> {
         // refusal comes from the nodes' predicates, which name the resource, and not from the
         // enqueue gate.
         ctx.pod("mine").cpu("1500m").create(&ctx).await?;
-        let message = wait_unschedulable(&ctx, "mine", "Insufficient cpu").await?;
+        let message = ctx
+            .wait_unschedulable("mine", "Insufficient cpu", SHORT)
+            .await?;
         ensure!(
             message.contains("0/1 nodes are unavailable"),
             "expected the message to count the one node, got {message:?}"
@@ -546,7 +529,8 @@ pub fn placement(env: Env) -> BoxFuture<'static, Result<()>> {
                 },
             )
             .await?;
-        wait_unschedulable(&ctx, "intolerant", "untolerated taint").await?;
+        ctx.wait_unschedulable("intolerant", "untolerated taint", SHORT)
+            .await?;
         let spread_left: Vec<String> = (0..3)
             .map(|i| format!("spread-{i}"))
             .filter(|p| !bound.contains_key(p))
@@ -554,7 +538,7 @@ pub fn placement(env: Env) -> BoxFuture<'static, Result<()>> {
         let [left] = spread_left.as_slice() else {
             bail!("expected exactly one spread pod left unbound, got bound {bound:?}");
         };
-        wait_unschedulable(&ctx, left, "anti-affinity").await?;
+        ctx.wait_unschedulable(left, "anti-affinity", SHORT).await?;
         // Read again after the waits: nothing else may have bound meanwhile.
         bound = ctx.bound_pods().await?;
 

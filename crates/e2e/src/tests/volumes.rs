@@ -16,7 +16,7 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::{Value, json};
 
-use crate::harness::{Env, TestCtx, pod_scheduled};
+use crate::harness::{Env, TestCtx};
 
 const WAIT: Duration = Duration::from_secs(60);
 const CSI_DRIVER: &str = "e2e.csi.volcano-rs.io";
@@ -113,23 +113,6 @@ async fn wait_node(ctx: &TestCtx, pod: &str) -> Result<String> {
     .await
 }
 
-async fn wait_unschedulable(ctx: &TestCtx, pod: &str, needle: &str) -> Result<String> {
-    ctx.wait_for(
-        &format!("pod {pod} unschedulable with {needle:?}"),
-        WAIT,
-        || async {
-            let p = ctx.get_pod(pod).map_err(|e| format!("{e:#}")).await?;
-            match pod_scheduled(&p) {
-                Some((status, _, message)) if status == "False" && message.contains(needle) => {
-                    Ok(message)
-                }
-                other => Err(format!("PodScheduled = {other:?}")),
-            }
-        },
-    )
-    .await
-}
-
 /// "A pod with a missing claim stays Pending with the reason."
 async fn missing_claim_waits(ctx: &TestCtx) -> Result<()> {
     ctx.pod("no-claim")
@@ -137,10 +120,10 @@ async fn missing_claim_waits(ctx: &TestCtx) -> Result<()> {
         .claim("absent")
         .create(ctx)
         .await?;
-    wait_unschedulable(
-        ctx,
+    ctx.wait_unschedulable(
         "no-claim",
         r#"persistentvolumeclaim "absent" not found"#,
+        WAIT,
     )
     .await?;
     Ok(())
@@ -259,6 +242,7 @@ async fn attach_limit_stops_the_third_pod(ctx: &TestCtx, node: &str) -> Result<(
         .claim("csi-2")
         .create(ctx)
         .await?;
-    wait_unschedulable(ctx, "csi-2", "node(s) exceed max volume count").await?;
+    ctx.wait_unschedulable("csi-2", "node(s) exceed max volume count", WAIT)
+        .await?;
     Ok(())
 }
