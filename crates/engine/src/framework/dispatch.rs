@@ -31,15 +31,13 @@ impl Session {
         self.slots_for(point, gate).filter(move |s| s.tier == tier)
     }
 
-    /// `PreBind` of every plugin that has it, each instance once, in tier order: the writes
-    /// in that order, and the longest wait any of them allows.
+    /// `PreBind` of every plugin that has it, in plugin open order (as the event handlers): the
+    /// writes in that order, and the longest wait any of them allows.
     pub(crate) fn pre_bind_writes(&self, task: TaskId) -> super::decisions::PreBindWrites {
-        let mut seen = Vec::new();
         let mut all = super::decisions::PreBindWrites::default();
-        for s in self.slots_for(EP::PRE_BIND, None) {
-            if !seen.contains(&s.instance) {
-                seen.push(s.instance);
-                let answer = self.instances[s.instance].pre_bind(&self.state, task);
+        for (i, p) in self.instances.iter().enumerate() {
+            if self.points[i].contains(EP::PRE_BIND) {
+                let answer = p.pre_bind(&self.state, task);
                 all.writes.extend(answer.writes);
                 all.timeout = all.timeout.max(answer.timeout);
             }
