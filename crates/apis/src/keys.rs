@@ -136,6 +136,21 @@ pub const GPU_UNHEALTHY_IDS: &str = "volcano.sh/gpu-unhealthy-ids";
 /// Node annotation: vGPU inventory registered by the device plugin.
 pub const NODE_VGPU_REGISTER: &str = "volcano.sh/node-vgpu-register";
 
+// --- Volumes (kubernetes.md §7.9.4) ----------------------------------------------------------
+
+/// PersistentVolumeClaim annotation: the volume controller finished binding the claim to its
+/// `spec.volumeName` (any value).
+pub const VOLUME_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+/// PersistentVolume and claim annotation `"yes"`: bound by a controller (or the scheduler),
+/// not pre-bound by a user.
+pub const VOLUME_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
+/// PersistentVolumeClaim annotation: the node a `WaitForFirstConsumer` claim's volume is to be
+/// provisioned for (written by the scheduler, removed by a provisioner that gives up).
+pub const VOLUME_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+/// Claim and volume annotation: the beta storage class name, which wins over
+/// `spec.storageClassName` when present (even empty).
+pub const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+
 #[cfg(test)]
 mod tests {
     use super::*;

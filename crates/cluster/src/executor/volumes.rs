@@ -11,8 +11,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use apis::keys::{VOLUME_BOUND_BY_CONTROLLER, VOLUME_SELECTED_NODE};
 use engine::framework::VolumeWrite;
 use engine::framework::decisions::Bind;
+use engine::model::claim::fully_bound;
 use engine::state::ClusterState;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
@@ -21,9 +23,6 @@ use serde_json::json;
 
 use super::{Executor, WriteError};
 
-const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
-const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
 /// How often the wait looks at the mirrored claims (upstream polls every second).
 const POLL: Duration = Duration::from_secs(1);
 
@@ -66,20 +65,6 @@ pub(super) fn forget(state: &mut ClusterState, writes: &[VolumeWrite]) {
 
 fn split(claim: &str) -> (&str, &str) {
     claim.split_once('/').unwrap_or(("default", claim))
-}
-
-fn fully_bound(claim: &PersistentVolumeClaim) -> bool {
-    let named = claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_name.as_deref())
-        .is_some_and(|v| !v.is_empty());
-    let completed = claim
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(ANN_BIND_COMPLETED));
-    named && completed
 }
 
 impl Executor {
@@ -148,7 +133,7 @@ impl Executor {
             pv.metadata
                 .annotations
                 .get_or_insert_with(Default::default)
-                .insert(ANN_BOUND_BY_CONTROLLER.to_owned(), "yes".to_owned());
+                .insert(VOLUME_BOUND_BY_CONTROLLER.to_owned(), "yes".to_owned());
         }
         self.call(api.replace(volume, &PostParams::default(), &pv))
             .await?;
@@ -165,7 +150,7 @@ impl Executor {
             .and_then(|c| c.metadata.resource_version.clone())
             .unwrap_or_default();
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
-        let patch = json!({"metadata": {"annotations": {ANN_SELECTED_NODE: node}}});
+        let patch = json!({"metadata": {"annotations": {VOLUME_SELECTED_NODE: node}}});
         self.call(api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)))
             .await?;
         Ok(before)
@@ -229,7 +214,7 @@ impl Executor {
                         .metadata
                         .annotations
                         .as_ref()
-                        .and_then(|a| a.get(ANN_SELECTED_NODE));
+                        .and_then(|a| a.get(VOLUME_SELECTED_NODE));
                     if shown != Some(node)
                         && !fully_bound(found)
                         && changed(

@@ -1,5 +1,6 @@
 //! The job / task / node / queue model (spec/framework.md §5).
 
+pub mod claim;
 pub mod fit;
 pub mod ids;
 pub mod job;

@@ -23,8 +23,6 @@ pub(super) struct StorageTables {
     assumed_selected_nodes: Arc<BTreeMap<String, String>>,
 }
 
-const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-
 /// `namespace/name` of the claim a volume's `claimRef` names, if any.
 fn claim_ref_key(volume: &PersistentVolume) -> Option<String> {
     let r = volume.spec.as_ref()?.claim_ref.as_ref()?;
@@ -64,12 +62,8 @@ impl ClusterState {
                 .metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(ANN_SELECTED_NODE));
-            let bound = claim
-                .spec
-                .as_ref()
-                .and_then(|s| s.volume_name.as_deref())
-                .is_some_and(|v| !v.is_empty());
+                .and_then(|a| a.get(apis::keys::VOLUME_SELECTED_NODE));
+            let bound = !crate::model::claim::volume_name(&claim).is_empty();
             if shown == Some(node) || bound {
                 take_assumption(&mut self.storage.assumed_selected_nodes, &key);
             }

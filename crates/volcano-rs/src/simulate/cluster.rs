@@ -323,7 +323,7 @@ impl SimCluster {
                     pvc.metadata
                         .annotations
                         .get_or_insert_with(Default::default)
-                        .insert(ANN_SELECTED_NODE.to_string(), node.clone());
+                        .insert(apis::keys::VOLUME_SELECTED_NODE.to_string(), node.clone());
                     state.upsert_claim(pvc);
                 }
             }
@@ -383,10 +383,6 @@ impl SimCluster {
 const RECREATED_FROM: &str = "simulate.volcano-rs.io/recreated-from";
 
 /// Whether a session's decisions change the cluster. Pipelined placements are session-only.
-const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
-const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
-
 /// The volume controller's binding of a volume to a claim: the volume's `claimRef`, the claim's
 /// `volumeName` and bind-completed annotation, both phases `Bound`.
 fn bind_volume_to_claim(pv: &mut PersistentVolume, pvc: &mut PersistentVolumeClaim) {
@@ -402,15 +398,24 @@ fn bind_volume_to_claim(pv: &mut PersistentVolume, pvc: &mut PersistentVolumeCla
     pv.metadata
         .annotations
         .get_or_insert_with(Default::default)
-        .insert(ANN_BOUND_BY_CONTROLLER.to_string(), "yes".to_string());
+        .insert(
+            apis::keys::VOLUME_BOUND_BY_CONTROLLER.to_string(),
+            "yes".to_string(),
+        );
     pv.status.get_or_insert_with(Default::default).phase = Some("Bound".to_string());
     pvc.spec.get_or_insert_with(Default::default).volume_name = pv.metadata.name.clone();
     let annotations = pvc
         .metadata
         .annotations
         .get_or_insert_with(Default::default);
-    annotations.insert(ANN_BIND_COMPLETED.to_string(), "yes".to_string());
-    annotations.insert(ANN_BOUND_BY_CONTROLLER.to_string(), "yes".to_string());
+    annotations.insert(
+        apis::keys::VOLUME_BIND_COMPLETED.to_string(),
+        "yes".to_string(),
+    );
+    annotations.insert(
+        apis::keys::VOLUME_BOUND_BY_CONTROLLER.to_string(),
+        "yes".to_string(),
+    );
     pvc.status.get_or_insert_with(Default::default).phase = Some("Bound".to_string());
 }
 

@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use apis::keys::BETA_STORAGE_CLASS;
+pub use engine::model::claim::{fully_bound, volume_name as claim_volume_name};
 use engine::model::quantity::parse_value;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 
@@ -10,14 +12,6 @@ use super::{Assumed, StorageView};
 use crate::k8s::labels::selector_matches;
 use crate::k8s::node_affinity::volume_terms_match;
 
-/// A claim is fully bound when it names its volume and the volume controller finished binding.
-pub const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
-/// Set on a volume the scheduler (or controller) bound to a claim.
-pub const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
-/// The node a `WaitForFirstConsumer` claim's volume is to be provisioned for.
-pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-/// The beta class annotation, which wins over `spec.storageClassName`.
-pub const ANN_BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 /// The provisioner of classes for static volumes only.
 pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 /// `volumeBindingMode` of a class whose claims wait for a pod.
@@ -68,31 +62,16 @@ fn annotation<'a>(annotations: &'a Option<BTreeMap<String, String>>, key: &str) 
 
 /// The claim's class: the beta annotation if present (even empty), else the spec's, else `""`.
 pub fn claim_class(claim: &PersistentVolumeClaim) -> &str {
-    annotation(&claim.metadata.annotations, ANN_BETA_STORAGE_CLASS)
+    annotation(&claim.metadata.annotations, BETA_STORAGE_CLASS)
         .or_else(|| claim.spec.as_ref()?.storage_class_name.as_deref())
         .unwrap_or_default()
 }
 
 /// The volume's class, by the same rule.
 pub fn volume_class(volume: &PersistentVolume) -> &str {
-    annotation(&volume.metadata.annotations, ANN_BETA_STORAGE_CLASS)
+    annotation(&volume.metadata.annotations, BETA_STORAGE_CLASS)
         .or_else(|| volume.spec.as_ref()?.storage_class_name.as_deref())
         .unwrap_or_default()
-}
-
-/// The volume the claim names (`spec.volumeName`), if any.
-pub fn claim_volume_name(claim: &PersistentVolumeClaim) -> &str {
-    claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_name.as_deref())
-        .unwrap_or_default()
-}
-
-/// Names its volume and carries the bind-completed annotation.
-pub fn fully_bound(claim: &PersistentVolumeClaim) -> bool {
-    !claim_volume_name(claim).is_empty()
-        && annotation(&claim.metadata.annotations, ANN_BIND_COMPLETED).is_some()
 }
 
 pub fn claim_phase(claim: &PersistentVolumeClaim) -> &str {

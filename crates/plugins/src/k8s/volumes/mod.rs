@@ -73,20 +73,6 @@ pub struct Assumed {
 }
 
 impl Assumed {
-    /// The claim a volume is bound or promised to: the assumed one first, then its `claimRef`.
-    pub fn claim_of(&self, volume: &PersistentVolume) -> Option<String> {
-        let name = volume.metadata.name.as_deref().unwrap_or_default();
-        if let Some(claim) = self.volume_claims.get(name) {
-            return Some(claim.clone());
-        }
-        let claim_ref = volume.spec.as_ref()?.claim_ref.as_ref()?;
-        Some(format!(
-            "{}/{}",
-            claim_ref.namespace.as_deref().unwrap_or_default(),
-            claim_ref.name.as_deref().unwrap_or_default()
-        ))
-    }
-
     /// The node a claim is to be provisioned for: assumed, else its `selected-node` annotation.
     pub fn selected_node<'a>(
         &'a self,
@@ -101,7 +87,7 @@ impl Assumed {
                     .metadata
                     .annotations
                     .as_ref()?
-                    .get(claims::ANN_SELECTED_NODE)
+                    .get(apis::keys::VOLUME_SELECTED_NODE)
                     .map(String::as_str)
             })
     }
