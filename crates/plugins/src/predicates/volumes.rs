@@ -30,7 +30,8 @@ pub(super) struct VolumeSwitches {
 #[derive(Debug, Default)]
 pub(super) struct VolumeFilters {
     restrictions: Option<RestrictionState>,
-    limits: bool,
+    /// The pod's countable CSI volumes, when NodeVolumeLimits runs for it.
+    limits: Option<limits::NewVolumes>,
     zone: Option<Vec<VolumeTopology>>,
     binding: Option<ClaimGroups>,
 }
@@ -71,8 +72,9 @@ impl VolumeSwitches {
             }
         }
         if self.limits {
-            f.limits = limits::applies(pod);
-            if !f.limits {
+            if limits::applies(pod) {
+                f.limits = Some(limits::new_volumes(pod, storage));
+            } else {
                 skip.insert(Filter::NodeVolumeLimits);
             }
         }
@@ -105,7 +107,8 @@ impl VolumeSwitches {
         Ok(())
     }
 
-    /// Filters of VolumeRestrictions, NodeVolumeLimits and VolumeZone; `false` when one aborted.
+    /// Filters of VolumeRestrictions, NodeVolumeLimits and VolumeZone, in order, each run only
+    /// if the one before did not abort; `false` when one aborted.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn filter_early(
         &self,
@@ -118,39 +121,45 @@ impl VolumeSwitches {
         statuses: &mut Vec<FitStatus>,
     ) -> bool {
         let k8s_node = ssn.node(node).spec.node.as_ref();
-        let checks: [(Filter, Option<Result<(), Failure>>); 3] = [
-            (
-                Filter::VolumeRestrictions,
-                f.restrictions
-                    .as_ref()
-                    .filter(|_| self.restrictions && !skip.contains(Filter::VolumeRestrictions))
-                    .map(|state| restrictions::filter(state, pod, view.pods_on(ssn, node))),
-            ),
-            (
-                Filter::NodeVolumeLimits,
-                (self.limits && f.limits && !skip.contains(Filter::NodeVolumeLimits)).then(|| {
-                    limits::filter(pod, k8s_node, view.pods_on(ssn, node), ssn.snapshot())
-                }),
-            ),
-            (
-                Filter::VolumeZone,
-                f.zone
-                    .as_ref()
-                    .filter(|_| self.zone && !skip.contains(Filter::VolumeZone))
-                    .map(|topology| {
-                        zone::filter(topology, k8s_node).map_err(Failure::Unresolvable)
-                    }),
-            ),
-        ];
-        for (filter, result) in checks {
-            if let Some(Err(failure)) = result {
+        // Records a failure; true when it ends the run.
+        let mut failed = |filter: Filter, result: Result<(), Failure>| match result {
+            Ok(()) => false,
+            Err(failure) => {
                 let st = failure_status(failure, filter);
                 let stop = aborts(st.code);
                 statuses.push(st);
-                if stop {
-                    return false;
-                }
+                stop
             }
+        };
+        if self.restrictions
+            && !skip.contains(Filter::VolumeRestrictions)
+            && let Some(state) = &f.restrictions
+            && failed(
+                Filter::VolumeRestrictions,
+                restrictions::filter(state, pod, view.pods_on(ssn, node)),
+            )
+        {
+            return false;
+        }
+        if self.limits
+            && !skip.contains(Filter::NodeVolumeLimits)
+            && let Some(new) = &f.limits
+            && failed(
+                Filter::NodeVolumeLimits,
+                limits::filter(new, k8s_node, view.pods_on(ssn, node), ssn.snapshot()),
+            )
+        {
+            return false;
+        }
+        if self.zone
+            && !skip.contains(Filter::VolumeZone)
+            && let Some(topology) = &f.zone
+            && failed(
+                Filter::VolumeZone,
+                zone::filter(topology, k8s_node).map_err(Failure::Unresolvable),
+            )
+        {
+            return false;
         }
         true
     }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::claims::{
@@ -28,6 +28,9 @@ pub struct ClaimGroups {
     pub bound: Vec<Arc<PersistentVolumeClaim>>,
     /// Unbound, of a `WaitForFirstConsumer` class: a volume is found or provisioned per node.
     pub delayed: Vec<Arc<PersistentVolumeClaim>>,
+    /// The volumes of each delayed claim's class, in name order, listed once per task (as
+    /// upstream's PreFilter does) rather than for every node.
+    pub volumes_by_class: BTreeMap<String, Vec<Arc<PersistentVolume>>>,
 }
 
 /// Upstream PreFilter: `Ok(None)` when the pod uses no claim (Skip).
@@ -83,6 +86,17 @@ pub fn prefilter(pod: &Pod, storage: &dyn StorageView) -> Result<Option<ClaimGro
     }
     if immediate {
         return Err(Failure::Unresolvable(UNBOUND_IMMEDIATE.to_owned()));
+    }
+    for claim in &groups.delayed {
+        let class = claims::claim_class(claim);
+        if !groups.volumes_by_class.contains_key(class) {
+            let volumes = storage
+                .volumes()
+                .filter(|v| claims::volume_class(v) == class)
+                .cloned()
+                .collect();
+            groups.volumes_by_class.insert(class.to_owned(), volumes);
+        }
     }
     Ok(Some(groups))
 }
@@ -175,7 +189,12 @@ fn delayed_claims(
     let mut volumes = PodVolumes::default();
     let mut chosen = BTreeSet::new();
     for claim in to_match {
-        match claims::find_matching_volume(claim, storage, labels, &chosen, assumed) {
+        let candidates = groups
+            .volumes_by_class
+            .get(claims::claim_class(claim))
+            .into_iter()
+            .flatten();
+        match claims::find_matching_volume(claim, candidates, labels, &chosen, assumed) {
             Some(volume) => {
                 let volume_name = volume.metadata.name.clone().unwrap_or_default();
                 chosen.insert(volume_name.clone());

@@ -2,6 +2,7 @@
 //! `storage/ephemeral`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use apis::keys::BETA_STORAGE_CLASS;
 pub use engine::model::claim::{fully_bound, volume_name as claim_volume_name};
@@ -193,10 +194,11 @@ fn promised_to(
 /// `node_labels`: a volume promised to the claim if its node affinity allows the node (and then
 /// no other), else the smallest available volume of the claim's class that is big enough, has
 /// the claim's mode and access modes, matches its selector and allows the node. Volumes in
-/// `excluded` (taken by the pod's other claims) are skipped; ties go to the first by name.
+/// `excluded` (taken by the pod's other claims) are skipped; ties go to the first of
+/// `candidates` (in name order).
 pub fn find_matching_volume<'s>(
     claim: &PersistentVolumeClaim,
-    storage: &'s dyn StorageView,
+    candidates: impl IntoIterator<Item = &'s Arc<PersistentVolume>>,
     node_labels: &BTreeMap<String, String>,
     excluded: &BTreeSet<String>,
     assumed: &Assumed,
@@ -212,7 +214,7 @@ pub fn find_matching_volume<'s>(
         .flatten()
         .collect();
     let mut best: Option<(&PersistentVolume, i128)> = None;
-    for volume in storage.volumes() {
+    for volume in candidates {
         let volume = volume.as_ref();
         let name = volume.metadata.name.as_deref().unwrap_or_default();
         let Some(vspec) = volume.spec.as_ref() else {

@@ -21,6 +21,15 @@ pub fn applies(pod: &Pod) -> bool {
     !pod_claims(pod).is_empty()
 }
 
+/// The countable volumes a pod brings (unique name → driver), worked out once per task; the
+/// Filter reports a failure here on every node, as upstream's Filter does.
+pub type NewVolumes = Result<BTreeMap<String, String>, Failure>;
+
+/// The new pod's countable volumes, for [`filter`].
+pub fn new_volumes(pod: &Pod, storage: &dyn StorageView) -> NewVolumes {
+    csi_volumes(pod, storage, true)
+}
+
 /// The pod's countable volumes: unique name (`driver/handle`) → driver. For the new pod
 /// (`strict`) a missing claim is a failure; for pods already on the node it is skipped.
 fn csi_volumes(
@@ -80,12 +89,12 @@ fn csi_volumes(
 /// pod's new ones must stay within the CSINode's `allocatable.count` (a driver without a count
 /// has no limit; a node without a CSINode none at all).
 pub fn filter<'p>(
-    pod: &Pod,
+    new: &NewVolumes,
     node: &Node,
     pods_on_node: impl Iterator<Item = &'p Pod>,
     storage: &dyn StorageView,
 ) -> Result<(), Failure> {
-    let mut new = csi_volumes(pod, storage, true)?;
+    let mut new = new.clone()?;
     if new.is_empty() {
         return Ok(());
     }

@@ -145,7 +145,7 @@ fn the_smallest_fitting_volume_is_matched_and_ties_go_by_name() {
     let claim = storage.claims["default/data"].clone();
     let labels = BTreeMap::from([("kubernetes.io/hostname".to_owned(), "n1".to_owned())]);
     let pick = |excluded: &BTreeSet<String>, assumed: &Assumed| {
-        find_matching_volume(&claim, &storage, &labels, excluded, assumed)
+        find_matching_volume(&claim, storage.volumes(), &labels, excluded, assumed)
             .and_then(|v| v.metadata.name.clone())
     };
     assert_eq!(
@@ -289,7 +289,7 @@ fn csi_limits_count_volumes_once_per_handle() {
     // A third volume does not fit; one already on the node (shared) does.
     assert_eq!(
         limits::filter(
-            &pod_with_claims("new", &["c3"]),
+            &limits::new_volumes(&pod_with_claims("new", &["c3"]), &storage),
             &n1,
             on_node.iter(),
             &storage
@@ -298,7 +298,7 @@ fn csi_limits_count_volumes_once_per_handle() {
     );
     assert_eq!(
         limits::filter(
-            &pod_with_claims("new", &["c1"]),
+            &limits::new_volumes(&pod_with_claims("new", &["c1"]), &storage),
             &n1,
             on_node.iter(),
             &storage
@@ -308,7 +308,7 @@ fn csi_limits_count_volumes_once_per_handle() {
     // No CSINode for the node: no limit.
     assert_eq!(
         limits::filter(
-            &pod_with_claims("new", &["c3"]),
+            &limits::new_volumes(&pod_with_claims("new", &["c3"]), &storage),
             &host("n2"),
             on_node.iter(),
             &storage
