@@ -515,6 +515,7 @@ fn session_options(args: &RunArgs) -> anyhow::Result<SessionOptions> {
             tracing::warn!(error = %e, "no local time zone; time windows are read in UTC");
             k8s_openapi::jiff::tz::TimeZone::UTC
         }),
+        search_memo: true,
     })
 }
 

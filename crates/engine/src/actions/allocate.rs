@@ -12,6 +12,7 @@ use crate::model::job::phase;
 use crate::model::{DimensionDefault, JobId, NodeId, QueueId, TaskId, TaskStatus};
 
 use super::helper::{PredicateHelper, allocate_predicate, choose_node};
+use super::search_memo::SearchMemo;
 
 /// Argument `predicateErrorCacheEnable` (default true).
 fn predicate_cache_enabled(ssn: &Session) -> bool {
@@ -81,6 +82,7 @@ pub fn execute(ssn: &mut Session) {
     }
 
     let all_nodes: Vec<NodeId> = ssn.state.node_ids().collect();
+    let mut memo = SearchMemo::default();
     while let Some(q) = queues.pop(|a, b| ssn.queue_order(a, b)) {
         if ssn.overused(q) {
             continue;
@@ -95,7 +97,12 @@ pub fn execute(ssn: &mut Session) {
             jobs_by_queue.insert(q, jobs);
             continue;
         };
-        let stmt = allocate_resources_for_tasks(ssn, job, q, &mut tasks, &all_nodes, cache_enabled);
+        let search = Search {
+            nodes: &all_nodes,
+            cache_enabled,
+            memo: &mut memo,
+        };
+        let stmt = allocate_resources_for_tasks(ssn, job, q, &mut tasks, search);
         if let Some(stmt) = stmt
             && ssn.job_ready(job)
         {
@@ -112,20 +119,28 @@ pub fn execute(ssn: &mut Session) {
     }
 }
 
+/// What a job's node searches share: the nodes, whether the role error cache is on, and the
+/// session's search memo.
+struct Search<'a> {
+    nodes: &'a [NodeId],
+    cache_enabled: bool,
+    memo: &'a mut SearchMemo,
+}
+
 /// `allocateResourcesForTasks` (§6.2.3) for a job's default sub-job.
 fn allocate_resources_for_tasks(
     ssn: &mut Session,
     job: JobId,
     queue: QueueId,
     tasks: &mut PriorityQueue<TaskId>,
-    nodes: &[NodeId],
-    cache_enabled: bool,
+    search: Search<'_>,
 ) -> Option<Statement> {
+    let nodes = search.nodes;
     if nodes.is_empty() {
         return None;
     }
     let mut stmt = Statement::new();
-    let mut helper = PredicateHelper::new(cache_enabled);
+    let mut helper = PredicateHelper::new(search.cache_enabled);
     while let Some(task) = tasks.pop(|a, b| ssn.task_order(a, b)) {
         if !ssn.allocatable(queue, task) {
             continue;
@@ -165,6 +180,12 @@ fn allocate_resources_for_tasks(
             break;
         }
 
+        // After PrePredicate, as the plugins' answer may rest on what it found.
+        let mut memo = ssn.search_is_node_local(task).then(|| {
+            search
+                .memo
+                .class(ssn.state.task(task).spec.sched_class, nodes.len())
+        });
         let mut feasible = Vec::new();
         if let Some(nominated) = ssn.state.task(task).spec.nominated_node_name.clone()
             && let Some(nn) = ssn.state.node_id(&nominated)
@@ -178,13 +199,24 @@ fn allocate_resources_for_tasks(
                 .is_ok()
             {
                 feasible = helper
-                    .predicate_nodes(ssn, task, &[nn], &|s, t, n| allocate_predicate(s, t, n))
+                    .predicate_nodes(
+                        ssn,
+                        task,
+                        &[nn],
+                        &|s, t, n| allocate_predicate(s, t, n),
+                        memo.as_deref_mut(),
+                    )
                     .0;
             }
         }
         if feasible.is_empty() {
-            let (found, fit_errors) =
-                helper.predicate_nodes(ssn, task, nodes, &|s, t, n| allocate_predicate(s, t, n));
+            let (found, fit_errors) = helper.predicate_nodes(
+                ssn,
+                task,
+                nodes,
+                &|s, t, n| allocate_predicate(s, t, n),
+                memo.as_deref_mut(),
+            );
             if found.is_empty() {
                 ssn.state.record_task_fit_errors(job, task, fit_errors);
                 if ssn
@@ -199,7 +231,7 @@ fn allocate_resources_for_tasks(
             feasible = found;
         }
 
-        let Some(best) = choose_node(ssn, task, &feasible) else {
+        let Some(best) = choose_node(ssn, task, &feasible, memo) else {
             continue;
         };
         place(ssn, &mut stmt, task, best);

@@ -90,9 +90,13 @@ pub fn execute(ssn: &mut Session) {
         }
         // A fresh helper per task, as Volcano does (so its error cache never hits).
         let mut helper = PredicateHelper::new(true);
-        let (feasible, fit_errors) = helper.predicate_nodes(ssn, task, &all_nodes, &|s, t, n| {
-            predicate_for_allocate(s, t, n)
-        });
+        let (feasible, fit_errors) = helper.predicate_nodes(
+            ssn,
+            task,
+            &all_nodes,
+            &|s, t, n| predicate_for_allocate(s, t, n),
+            None,
+        );
         if feasible.is_empty() {
             ssn.state.record_task_fit_errors(job, task, fit_errors);
             continue;

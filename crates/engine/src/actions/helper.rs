@@ -9,6 +9,8 @@ use crate::framework::Session;
 use crate::model::fit::{FitError, FitErrors, FitStatus, StatusCode};
 use crate::model::{NodeId, TaskId};
 
+use super::search_memo::{ClassMemo, Remembered};
+
 /// `CalculateNumOfFeasibleNodesToFind` (§6.0.1), integer arithmetic as Volcano.
 pub fn num_feasible_nodes_to_find(ssn: &Session, n: usize) -> usize {
     let o = ssn.state.options();
@@ -66,6 +68,36 @@ fn uses_claims(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
         .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
 }
 
+/// What a search found so far.
+struct Found<'a> {
+    want: usize,
+    feasible: Vec<NodeId>,
+    fit_errors: &'a mut FitErrors,
+    /// Failures to add to the role's error cache.
+    new_errors: Vec<(NodeId, FitError)>,
+}
+
+impl Found<'_> {
+    fn done(&self) -> bool {
+        self.feasible.len() >= self.want
+    }
+
+    /// One node's answer; an error says whether it is new to the role's error cache.
+    #[inline]
+    fn take(&mut self, ssn: &Session, node: NodeId, outcome: Result<(), (FitError, bool)>) {
+        match outcome {
+            Ok(()) => self.feasible.push(node),
+            Err((err, fresh)) => {
+                self.fit_errors
+                    .set_node_error(ssn.state.node(node).name(), err.clone());
+                if fresh {
+                    self.new_errors.push((node, err));
+                }
+            }
+        }
+    }
+}
+
 /// The feasible-node search with Volcano's per-(job, role) error cache (§6.0.2).
 pub struct PredicateHelper {
     cache_enabled: bool,
@@ -87,12 +119,17 @@ impl PredicateHelper {
     /// Finds up to `numFeasibleNodesToFind` nodes that pass `check`, scanning `nodes` from the
     /// session's rotating start index. Batches are evaluated in parallel; results are taken in
     /// node order, so the outcome is deterministic (Volcano's is not).
+    ///
+    /// With a class memo, a node's remembered result under its current stamp stands for
+    /// `check` (the caller vouches that the task's answers are node-local), and fresh results
+    /// are remembered.
     pub fn predicate_nodes(
         &mut self,
         ssn: &mut Session,
         task: TaskId,
         nodes: &[NodeId],
         check: &(dyn Fn(&Session, TaskId, NodeId) -> Result<(), FitError> + Sync),
+        memo: Option<&mut ClassMemo>,
     ) -> (Vec<NodeId>, FitErrors) {
         let mut fit_errors = FitErrors::default();
         let n = nodes.len();
@@ -105,10 +142,13 @@ impl PredicateHelper {
         // per pod (Volcano shares them anyway, so a pod whose volume lives on a node another
         // pod of its role failed on would never be tried there).
         let cache_on = self.cache_enabled && !t.spec.role.is_empty() && !uses_claims(&t.spec.pod);
-        let group = t
-            .job
-            .map(|j| format!("{}/{}", ssn.state.job(j).uid, t.spec.role))
-            .unwrap_or_default();
+        let group = if cache_on {
+            t.job
+                .map(|j| format!("{}/{}", ssn.state.job(j).uid, t.spec.role))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
         // Borrowed, not cloned: this runs for every task, and a role that keeps failing can
         // have an entry for most nodes.
         let cached = if cache_on {
@@ -118,40 +158,65 @@ impl PredicateHelper {
         };
         let start = ssn.state.node_search_start() % n;
 
-        let mut feasible = Vec::new();
-        let mut new_errors: Vec<(NodeId, FitError)> = Vec::new();
+        let mut found = Found {
+            want,
+            feasible: Vec::with_capacity(want.min(n)),
+            fit_errors: &mut fit_errors,
+            new_errors: Vec::new(),
+        };
         let mut processed = 0;
         let session: &Session = ssn;
-        while processed < n && feasible.len() < want {
-            let end = (processed + SEARCH_BATCH.max(want)).min(n);
-            let batch: Vec<NodeId> = (processed..end).map(|i| nodes[(start + i) % n]).collect();
-            let results: Vec<Result<(), (FitError, bool)>> = batch
-                .par_iter()
-                .map(|&node| {
-                    if let Some(err) = cached.as_ref().and_then(|c| c.get(&node)) {
-                        return Err((err.clone(), false));
-                    }
-                    check(session, task, node).map_err(|e| (e, true))
-                })
-                .collect();
-            for (node, result) in batch.iter().zip(results) {
+        let from_error_cache = |node: NodeId| cached.as_ref().and_then(|c| c.get(&node)).cloned();
+        if let Some(memo) = memo {
+            // Remembered answers cost a lookup, so the nodes are taken one by one; the few
+            // that must be checked are checked here too.
+            let stamps = session.state.search_stamps();
+            let mut at = start;
+            while processed < n && !found.done() {
+                let node = nodes[at];
                 processed += 1;
-                match result {
-                    Ok(()) => {
-                        feasible.push(*node);
-                        if feasible.len() >= want {
-                            break;
-                        }
+                at = if at + 1 == n { 0 } else { at + 1 };
+                if let Some(err) = from_error_cache(node) {
+                    found.take(session, node, Err((err, false)));
+                    continue;
+                }
+                let stamp = stamps.of(node);
+                match memo.check(node, stamp) {
+                    Some(Remembered::Fits) => found.feasible.push(node),
+                    Some(Remembered::Fails(e)) => {
+                        found.take(session, node, Err((e.clone(), true)));
                     }
-                    Err((err, fresh)) => {
-                        fit_errors.set_node_error(session.state.node(*node).name(), err.clone());
-                        if fresh {
-                            new_errors.push((*node, err));
-                        }
+                    None => {
+                        let result = check(session, task, node);
+                        memo.remember_check(node, stamp, &result);
+                        found.take(session, node, result.map_err(|e| (e, true)));
                     }
                 }
             }
         }
+        while processed < n && !found.done() {
+            let end = (processed + SEARCH_BATCH.max(want)).min(n);
+            let batch: Vec<NodeId> = (processed..end).map(|i| nodes[(start + i) % n]).collect();
+            let results: Vec<Result<(), (FitError, bool)>> = batch
+                .par_iter()
+                .map(|&node| match from_error_cache(node) {
+                    Some(err) => Err((err, false)),
+                    None => check(session, task, node).map_err(|e| (e, true)),
+                })
+                .collect();
+            for (&node, outcome) in batch.iter().zip(results) {
+                processed += 1;
+                found.take(session, node, outcome);
+                if found.done() {
+                    break;
+                }
+            }
+        }
+        let Found {
+            feasible,
+            new_errors,
+            ..
+        } = found;
         if cache_on && !new_errors.is_empty() {
             self.error_cache
                 .entry(group)
@@ -194,6 +259,142 @@ pub fn prioritize_nodes(ssn: &Session, task: TaskId, nodes: &[NodeId]) -> Option
     Some(scores)
 }
 
+/// [`choose_node`] through a class memo: the same groups in the same order, with each node's
+/// idle fit and score taken from the memo where it has them under the node's stamp. Only the
+/// nodes without a score are scored, together; the caller vouches that the task's scores are
+/// node-local, so each gets the score it would get in the whole group. Should scoring them
+/// fail, the whole group is scored as without a memo (and fails as it would).
+fn choose_node_memo(
+    ssn: &Session,
+    task: TaskId,
+    feasible: &[NodeId],
+    memo: &mut ClassMemo,
+) -> Option<NodeId> {
+    if let Some(best) = choose_in_one_pass(ssn, task, feasible, memo) {
+        return best;
+    }
+    let req = ssn.state.task(task).resreq();
+    let mut idle_fit: Vec<(NodeId, u64)> = Vec::with_capacity(feasible.len());
+    let mut future_fit: Vec<(NodeId, u64)> = Vec::new();
+    let stamps = ssn.state.search_stamps();
+    for &n in feasible {
+        let stamp = stamps.of(n);
+        let fits = fits_idle_remembered(ssn, req, n, stamp, memo);
+        if fits {
+            idle_fit.push((n, stamp));
+        } else {
+            future_fit.push((n, stamp));
+        }
+    }
+    for group in [idle_fit, future_fit] {
+        match group.len() {
+            0 => continue,
+            1 => return Some(group[0].0),
+            _ => {
+                if let Some(best) = best_remembered(ssn, task, &group, memo) {
+                    return Some(best);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether the request fits the node's idle resources, through the memo.
+fn fits_idle_remembered(
+    ssn: &Session,
+    req: &crate::model::Resource,
+    node: NodeId,
+    stamp: u64,
+    memo: &mut ClassMemo,
+) -> bool {
+    memo.fits_idle(node, stamp, || {
+        req.less_equal(
+            &ssn.state.node(node).idle,
+            crate::model::DimensionDefault::Zero,
+        )
+    })
+}
+
+/// [`choose_node_memo`] in one pass, without building the groups: each node's idle fit and
+/// score come from the memo, a missing score is computed for that node alone (node-local, so
+/// the same as in its group) and remembered. The best node that fits `Idle`, else the best of
+/// the rest: what the groups give, since a group of one needs no score and a remembered score
+/// cannot fail. `None` when scoring a node failed: the caller then takes the groups' path,
+/// which fails over as Volcano does.
+fn choose_in_one_pass(
+    ssn: &Session,
+    task: TaskId,
+    feasible: &[NodeId],
+    memo: &mut ClassMemo,
+) -> Option<Option<NodeId>> {
+    let req = ssn.state.task(task).resreq();
+    let mut best_idle: Option<(NodeId, f64)> = None;
+    let mut best_future: Option<(NodeId, f64)> = None;
+    let stamps = ssn.state.search_stamps();
+    for &n in feasible {
+        let stamp = stamps.of(n);
+        let fits = fits_idle_remembered(ssn, req, n, stamp, memo);
+        let score = match memo.score(n, stamp) {
+            Some(score) => score,
+            None => {
+                let score = *prioritize_nodes(ssn, task, &[n])?.first()?;
+                memo.remember_score(n, stamp, score);
+                score
+            }
+        };
+        let best = if fits {
+            &mut best_idle
+        } else {
+            &mut best_future
+        };
+        if best.is_none_or(|(_, b)| score > b) {
+            *best = Some((n, score));
+        }
+    }
+    Some(best_idle.or(best_future).map(|(n, _)| n))
+}
+
+/// The best node of a group (first among equals), scoring what the memo lacks.
+fn best_remembered(
+    ssn: &Session,
+    task: TaskId,
+    group: &[(NodeId, u64)],
+    memo: &mut ClassMemo,
+) -> Option<NodeId> {
+    let mut scores: Vec<f64> = Vec::with_capacity(group.len());
+    let mut missing: Vec<usize> = Vec::new();
+    for (i, &(n, stamp)) in group.iter().enumerate() {
+        scores.push(memo.score(n, stamp).unwrap_or_else(|| {
+            missing.push(i);
+            0.0
+        }));
+    }
+    if !missing.is_empty() {
+        let subset: Vec<NodeId> = missing.iter().map(|&i| group[i].0).collect();
+        match prioritize_nodes(ssn, task, &subset) {
+            Some(fresh) => {
+                for (&i, score) in missing.iter().zip(fresh) {
+                    scores[i] = score;
+                    memo.remember_score(group[i].0, group[i].1, score);
+                }
+            }
+            None => {
+                let nodes: Vec<NodeId> = group.iter().map(|&(n, _)| n).collect();
+                let scores = prioritize_nodes(ssn, task, &nodes)?;
+                return select_best_node(&nodes, &scores);
+            }
+        }
+    }
+    let mut best: Option<(NodeId, f64)> = None;
+    for (&(n, _), &s) in group.iter().zip(&scores) {
+        if best.is_none_or(|(_, b)| s > b) {
+            best = Some((n, s));
+        }
+    }
+    best.map(|(n, _)| n)
+}
+
 /// `SelectBestNodeAndScore`: the highest score; among equal scores the first node in the
 /// given order (Volcano picks one at random — we stay deterministic).
 pub fn select_best_node(nodes: &[NodeId], scores: &[f64]) -> Option<NodeId> {
@@ -209,7 +410,15 @@ pub fn select_best_node(nodes: &[NodeId], scores: &[f64]) -> Option<NodeId> {
 /// Chooses a node among feasible ones (§6.0.3): nodes where the request fits `Idle` first,
 /// then nodes where it fits only the future idle resources. Every feasible node already passed
 /// the future-idle check of [`allocate_predicate`], so that check is not repeated here.
-pub fn choose_node(ssn: &Session, task: TaskId, feasible: &[NodeId]) -> Option<NodeId> {
+pub fn choose_node(
+    ssn: &Session,
+    task: TaskId,
+    feasible: &[NodeId],
+    memo: Option<&mut ClassMemo>,
+) -> Option<NodeId> {
+    if let Some(memo) = memo {
+        return choose_node_memo(ssn, task, feasible, memo);
+    }
     let req = ssn.state.task(task).resreq();
     let (idle_fit, future_fit): (Vec<NodeId>, Vec<NodeId>) = feasible.iter().partition(|&&n| {
         req.less_equal(

@@ -109,9 +109,13 @@ fn reclaim_for_task(
     // A helper per task, as Volcano does.
     let mut helper = PredicateHelper::new(args.predicate_cache);
     let candidates = ssn.filter_out_unschedulable_and_unresolvable_nodes(task);
-    let (feasible, _) = helper.predicate_nodes(ssn, task, &candidates, &|s, t, n| {
-        s.predicate_for_preempt_action(t, n)
-    });
+    let (feasible, _) = helper.predicate_nodes(
+        ssn,
+        task,
+        &candidates,
+        &|s, t, n| s.predicate_for_preempt_action(t, n),
+        None,
+    );
     if feasible.is_empty() {
         return Err("no candidate node".to_string());
     }

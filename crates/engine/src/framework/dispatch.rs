@@ -144,6 +144,32 @@ impl Session {
         Ok(())
     }
 
+    /// Instances that answer predicates or scores, the ones the search memo asks.
+    fn searching_instances(&self) -> impl Iterator<Item = &dyn super::plugin::Plugin> + '_ {
+        let searching = EP::PREDICATE | EP::NODE_ORDER | EP::BATCH_NODE_ORDER;
+        self.instances
+            .iter()
+            .zip(&self.points)
+            .filter(move |(_, p)| p.intersects(searching))
+            .map(|(i, _)| i.as_ref())
+    }
+
+    /// Whether allocate may remember this task's predicate results and scores per node
+    /// (`actions::search_memo`): the memo is on and every plugin that predicates or scores
+    /// says its answers for the task are node-local. Asked after the task's PrePredicate.
+    pub fn search_is_node_local(&self, task: TaskId) -> bool {
+        self.state.options.search_memo
+            && self
+                .searching_instances()
+                .all(|p| p.search_is_node_local(&self.state, task))
+    }
+
+    /// Whether moving this task changes other tasks' predicates and scores on its node only.
+    pub(crate) fn placement_is_node_local(&self, task: TaskId) -> bool {
+        self.searching_instances()
+            .all(|p| p.placement_is_node_local(&self.state, task))
+    }
+
     /// Σ `NodeOrderFn` for one node; the first error aborts.
     pub fn node_order(&self, task: TaskId, node: NodeId) -> Result<f64, String> {
         let mut sum = 0.0;
@@ -424,7 +450,7 @@ impl Session {
 /// Volcano's default task order (`CompareTask`): pod index of a Volcano job, then creation
 /// time, then UID.
 pub fn default_task_less(l: &crate::model::TaskSpec, r: &crate::model::TaskSpec) -> bool {
-    if let (Some(li), Some(ri)) = (pod_index(&l.name), pod_index(&r.name))
+    if let (Some(li), Some(ri)) = (l.name_index, r.name_index)
         && li != ri
     {
         return li < ri;
@@ -436,13 +462,14 @@ pub fn default_task_less(l: &crate::model::TaskSpec, r: &crate::model::TaskSpec)
     }
 }
 
-/// Last "-"-separated segment of a pod name with at least three segments, as an integer.
-fn pod_index(name: &str) -> Option<i64> {
-    let parts: Vec<&str> = name.split('-').collect();
-    if parts.len() < 3 {
+/// Last "-"-separated segment of a pod name with at least three segments, as an integer
+/// (read once per pod: [`crate::model::TaskSpec::name_index`]).
+pub(crate) fn pod_index(name: &str) -> Option<i64> {
+    let (head, last) = name.rsplit_once('-')?;
+    if !head.contains('-') {
         return None;
     }
-    parts.last()?.parse().ok()
+    last.parse().ok()
 }
 
 #[cfg(test)]
@@ -454,5 +481,8 @@ mod tests {
         assert_eq!(pod_index("job-worker-10"), Some(10));
         assert_eq!(pod_index("worker-10"), None);
         assert_eq!(pod_index("job-worker-x"), None);
+        assert_eq!(pod_index("a--3"), Some(3));
+        assert_eq!(pod_index("job-worker-"), None);
+        assert_eq!(pod_index("noindex"), None);
     }
 }

@@ -105,12 +105,7 @@ impl Session {
         };
         stmt.ops.remove(pos);
         self.set_task_status(task, status);
-        let state = &mut self.state;
-        if let Some(n) = state.tasks[task.index()].node
-            && let Err(e) = state.nodes[n.index()].update_task(task, &state.tasks[task.index()])
-        {
-            tracing::error!(error = %e, "node accounting update failed");
-        }
+        self.node_update(task);
         if let Err(e) = self.fire_allocate(task) {
             tracing::warn!(error = %e, "allocate handler failed while sparing a victim");
         }

@@ -17,6 +17,7 @@ pub use decisions::{
     Decisions, Event, EventType, JobMetrics, ObjectRef, PreBindWrites, QueueMetrics, VolumeWrite,
 };
 pub use dispatch::default_task_less;
+pub(crate) use dispatch::pod_index as dispatch_pod_index;
 pub use heap::PriorityQueue;
 pub use memory::PluginMemory;
 pub use outside::{CallError, HttpCaller};
@@ -25,7 +26,7 @@ pub use plugin::{
     PluginRegistry, REJECT, ValidateResult, take_defaults_run,
 };
 pub use session::{Clock, Session};
-pub use session_state::{SessionOptions, SessionState};
+pub use session_state::{SearchStamps, SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};
 
 #[cfg(test)]

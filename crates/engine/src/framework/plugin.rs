@@ -51,6 +51,9 @@ impl ExtensionPoints {
         Self(self.0 | other.0)
     }
 
+    pub fn intersects(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
     pub fn contains(self, other: Self) -> bool {
         self.0 & other.0 == other.0 && other.0 != 0
     }
@@ -174,6 +177,24 @@ pub trait Plugin: Send + Sync {
     ) -> Result<Vec<f64>, String> {
         default_ran(ExtensionPoints::BATCH_NODE_ORDER);
         Ok(Vec::new())
+    }
+
+    /// For the allocate search memo (`actions::search_memo`): whether this plugin's predicate,
+    /// node score and batch score for `task` on a node depend only on the task's
+    /// [`SchedClass`](crate::model::SchedClass) and that node's state (its object, the tasks on
+    /// it, its idle, releasing and pipelined resources), each node's score regardless of the
+    /// other candidates, and on nothing that changes while the session's placements stay off
+    /// other nodes (see [`Plugin::placement_is_node_local`]). Asked after the task's
+    /// PrePredicate. The default, `false`, turns the memo off for every task the plugin
+    /// answers for, which is always correct.
+    fn search_is_node_local(&self, _ssn: &SessionState, _task: TaskId) -> bool {
+        false
+    }
+    /// For the search memo: whether placing `task` on a node, or taking it off, changes this
+    /// plugin's predicates and scores for other tasks on that node only. `false` (the
+    /// default) makes the session forget every remembered answer when the task moves.
+    fn placement_is_node_local(&self, _ssn: &SessionState, _task: TaskId) -> bool {
+        false
     }
 
     /// Victim filter for preemption: `(victims, vote)`; vote 0 = abstain.

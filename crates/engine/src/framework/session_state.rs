@@ -38,6 +38,9 @@ pub struct SessionOptions {
     /// The zone daily time windows are read in (`tdm`): the daemon's local zone, as Volcano's
     /// process reads them; UTC in the simulator, so that results do not depend on the machine.
     pub time_zone: k8s_openapi::jiff::tz::TimeZone,
+    /// Whether allocate remembers node-local predicate results and scores per scheduling class
+    /// (`actions::search_memo`); off only to prove that it changes no decision.
+    pub search_memo: bool,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -53,6 +56,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("http", &self.http.is_some())
             .field("memory", &self.memory)
             .field("time_zone", &self.time_zone.iana_name())
+            .field("search_memo", &self.search_memo)
             .finish()
     }
 }
@@ -67,7 +71,21 @@ impl Default for SessionOptions {
             http: None,
             memory: std::sync::Arc::default(),
             time_zone: k8s_openapi::jiff::tz::TimeZone::UTC,
+            search_memo: true,
         }
+    }
+}
+
+/// The search memo's stamps of the nodes at one moment ([`SessionState::search_stamps`]).
+pub struct SearchStamps<'a> {
+    epoch: u64,
+    versions: &'a [u32],
+}
+
+impl SearchStamps<'_> {
+    #[inline]
+    pub fn of(&self, node: NodeId) -> u64 {
+        self.epoch | u64::from(self.versions.get(node.index()).copied().unwrap_or(0))
     }
 }
 
@@ -102,6 +120,10 @@ pub struct SessionState {
     /// Where the next feasible-node search starts (Volcano's rotating `lastProcessedNodeIndex`,
     /// so that successive searches spread over the cluster).
     pub(super) last_processed_node_index: usize,
+    /// Per node, how often the session changed what is on it (the search memo's clock).
+    pub(super) node_versions: Vec<u32>,
+    /// Bumped whenever a task whose placement reaches beyond its node moves.
+    pub(super) search_epoch: u32,
 }
 
 impl SessionState {
@@ -361,6 +383,21 @@ impl SessionState {
         self.last_processed_node_index = index;
     }
 
+    /// The search memo's stamp of a node: it changes whenever the session changes what is on
+    /// the node, and for every node when a task whose placement reaches beyond its node moves.
+    /// Never 0, so 0 can mean "nothing remembered".
+    pub fn search_stamp(&self, node: NodeId) -> u64 {
+        self.search_stamps().of(node)
+    }
+
+    /// [`SessionState::search_stamp`] for many nodes while nothing moves.
+    pub fn search_stamps(&self) -> SearchStamps<'_> {
+        SearchStamps {
+            epoch: (u64::from(self.search_epoch) + 1) << 32,
+            versions: &self.node_versions,
+        }
+    }
+
     /// How many jobs could not be scheduled (`volcano_unschedule_job_count`; gang counts them).
     pub fn record_unschedulable_jobs(&mut self, jobs: usize) {
         self.decisions.unschedulable_jobs = Some(jobs);
@@ -501,6 +538,7 @@ pub(super) fn build_state(
         job.owned = job.tasks.is_empty() || job.tasks.iter().any(|t| tasks[t.index()].spec.ours);
     }
 
+    let node_count = nodes.len();
     SessionState {
         uid,
         now,
@@ -522,6 +560,8 @@ pub(super) fn build_state(
         events,
         decisions: Decisions::default(),
         last_processed_node_index: 0,
+        node_versions: vec![0; node_count],
+        search_epoch: 0,
     }
 }
 

@@ -74,23 +74,40 @@ impl Session {
     }
 
     fn node_add(&mut self, task: TaskId, node: NodeId) -> Result<(), String> {
+        self.touch_node(task, Some(node));
         let state = &mut self.state;
         state.nodes[node.index()].add_task(task, &state.tasks[task.index()])
     }
 
     fn node_remove(&mut self, task: TaskId) {
+        self.touch_node(task, None);
         let state = &mut self.state;
         if let Some(n) = state.tasks[task.index()].node {
             state.nodes[n.index()].remove_task(task, &state.tasks[task.index()]);
         }
     }
 
-    fn node_update(&mut self, task: TaskId) {
+    pub(super) fn node_update(&mut self, task: TaskId) {
+        self.touch_node(task, None);
         let state = &mut self.state;
         if let Some(n) = state.tasks[task.index()].node
             && let Err(e) = state.nodes[n.index()].update_task(task, &state.tasks[task.index()])
         {
             tracing::error!(error = %e, "node accounting update failed");
+        }
+    }
+
+    /// Tells the search memo that what is on the task's node (or `node`) changes: that node's
+    /// stamp moves, and every node's when the task's placement reaches beyond its node.
+    fn touch_node(&mut self, task: TaskId, node: Option<NodeId>) {
+        let Some(n) = node.or(self.state.tasks[task.index()].node) else {
+            return;
+        };
+        if let Some(v) = self.state.node_versions.get_mut(n.index()) {
+            *v = v.wrapping_add(1);
+        }
+        if !self.placement_is_node_local(task) {
+            self.state.search_epoch = self.state.search_epoch.wrapping_add(1);
         }
     }
 

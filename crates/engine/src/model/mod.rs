@@ -8,6 +8,7 @@ pub mod node;
 pub mod quantity;
 pub mod queue;
 pub mod resource;
+pub mod sched_class;
 pub mod status;
 pub mod task;
 
@@ -17,5 +18,6 @@ pub use job::JobInfo;
 pub use node::{NodeInfo, NodeUsage};
 pub use queue::QueueInfo;
 pub use resource::{DimensionDefault, Resource, ResourceName};
+pub use sched_class::SchedClass;
 pub use status::TaskStatus;
 pub use task::{TaskInfo, TaskSpec};

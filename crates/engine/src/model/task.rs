@@ -33,6 +33,8 @@ pub struct TaskSpec {
     pub uid: String,
     pub namespace: String,
     pub name: String,
+    /// The index at the end of the name (`<job>-<role>-<index>`), which task order compares.
+    pub name_index: Option<i64>,
     /// `<namespace>/<name>`
     pub key: String,
     pub job: JobLink,
@@ -61,6 +63,8 @@ pub struct TaskSpec {
     pub ours: bool,
     /// Volcano job template uid, for predicate caching.
     pub template_uid: Option<String>,
+    /// What the pod asks of a node, for the allocate search memo.
+    pub sched_class: super::SchedClass,
     pub pod: Arc<Pod>,
 }
 
@@ -133,6 +137,7 @@ impl TaskSpec {
                 .clone()
                 .unwrap_or_else(|| format!("{namespace}/{name}")),
             key: format!("{namespace}/{name}"),
+            name_index: crate::framework::dispatch_pod_index(&name),
             namespace,
             name,
             job,
@@ -158,6 +163,7 @@ impl TaskSpec {
             preemption_never: spec.and_then(|s| s.preemption_policy.as_deref()) == Some("Never"),
             ours,
             template_uid: annotation(keys::TEMPLATE_UID).map(str::to_string),
+            sched_class: super::SchedClass::of(&pod),
             pod: pod.clone(),
         }
     }

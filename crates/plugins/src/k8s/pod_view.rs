@@ -23,7 +23,9 @@ pub struct PodView {
     hidden_per_node: Vec<usize>,
     /// Placed pods with a required anti-affinity term (`None`: not tracked).
     required_anti_affinity: Option<BTreeSet<TaskId>>,
-    /// Placed pods with any pod affinity or anti-affinity section (`None`: not tracked).
+    /// Placed pods whose terms can score other pods: required pod affinity, or preferred
+    /// affinity or anti-affinity (`None`: not tracked). Required anti-affinity alone only
+    /// filters.
     pod_affinity: Option<BTreeSet<TaskId>>,
 }
 
@@ -58,7 +60,7 @@ impl PodView {
             set.insert(task);
         }
         if let Some(set) = self.pod_affinity.as_mut()
-            && has_pod_affinity_section(pod)
+            && can_score_other_pods(pod)
         {
             set.insert(task);
         }
@@ -151,6 +153,11 @@ impl PodView {
         }
     }
 
+    /// Whether a placed pod has terms that can score other pods (always, when not tracked).
+    pub fn any_placed_can_score_others(&self) -> bool {
+        self.pod_affinity.as_ref().is_none_or(|set| !set.is_empty())
+    }
+
     /// Placed pods with a required anti-affinity term.
     pub fn placed_with_required_anti_affinity<'a>(
         &'a self,
@@ -159,7 +166,7 @@ impl PodView {
         self.placed_in(ssn, self.required_anti_affinity.as_ref())
     }
 
-    /// Placed pods with a pod affinity or anti-affinity section.
+    /// Placed pods whose terms can score other pods.
     pub fn placed_with_pod_affinity<'a>(
         &'a self,
         ssn: &'a SessionState,
@@ -185,6 +192,19 @@ pub fn has_required_anti_affinity(pod: &Pod) -> bool {
                 .as_ref()
         })
         .is_some_and(|terms| !terms.is_empty())
+}
+
+/// The pod has terms that score other pods (InterPodAffinity's scoring of existing pods'
+/// required affinity and preferred terms).
+pub fn can_score_other_pods(pod: &Pod) -> bool {
+    has_preferred_pod_affinity_terms(pod)
+        || pod_affinity_parts(pod)
+            .0
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|terms| !terms.is_empty())
 }
 
 /// The pod has required pod affinity or anti-affinity terms of its own.

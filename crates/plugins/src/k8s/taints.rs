@@ -137,6 +137,13 @@ pub fn count_intolerable_prefer_no_schedule(pod: &Pod, node: &Node) -> i64 {
     i64::try_from(untolerated).unwrap_or(i64::MAX)
 }
 
+/// Whether the node has a `PreferNoSchedule` taint.
+pub fn has_prefer_no_schedule_taint(node: &Node) -> bool {
+    node_taints(node)
+        .iter()
+        .any(|taint| taint.effect == TAINT_EFFECT_PREFER_NO_SCHEDULE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

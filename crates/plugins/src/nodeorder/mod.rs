@@ -43,21 +43,22 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
-use engine::model::{NodeId, Resource, ResourceName, TaskId};
+use engine::model::{NodeId, Resource, ResourceName, SchedClass, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::k8s::labels::PlacedPod;
 use crate::k8s::node_affinity::{PreferredNodeAffinity, RequiredNodeAffinity};
 use crate::k8s::pod_affinity::preferred_affinity_scores;
 use crate::k8s::pod_view::{
-    PodView, all_nodes, has_preferred_pod_affinity_terms, has_spread_constraint, namespace_labels,
+    PodView, all_nodes, can_score_other_pods, has_preferred_pod_affinity_terms,
+    has_spread_constraint, namespace_labels,
 };
 use crate::k8s::resources::{
     MAX_NODE_SCORE, balanced_allocation_score, least_allocated_score, most_allocated_score,
     non_zero_request, normalize_max,
 };
 use crate::k8s::resources::{image_score, normalized_image_name};
-use crate::k8s::taints::count_intolerable_prefer_no_schedule;
+use crate::k8s::taints::{count_intolerable_prefer_no_schedule, has_prefer_no_schedule_taint};
 use crate::k8s::topology_spread::spread_scores;
 
 /// Registered plugin name.
@@ -335,8 +336,13 @@ pub struct NodeOrder {
     view: PodView,
     /// Per node, built on first use (see [`NodeOrder::resources`]).
     nodes: Vec<OnceLock<NodeResources>>,
+    /// Requests in the scores' units per scheduling class (pods of one class have the same
+    /// containers), read from the first pod of the class that needs them.
+    requests: RwLock<HashMap<SchedClass, PodRequests>>,
     /// ImageLocality's per-image scans, filled the first time a pod asks for an image.
     images: RwLock<HashMap<String, Arc<ImageSpread>>>,
+    /// Nodes with a `PreferNoSchedule` taint (the only ones TaintToleration can score down).
+    prefer_no_schedule_nodes: Vec<NodeId>,
 }
 
 /// Builds the plugin from its arguments.
@@ -372,7 +378,9 @@ impl NodeOrder {
             gpu: ResourceName::new(GPU),
             view: PodView::default(),
             nodes: Vec::new(),
+            requests: RwLock::new(HashMap::new()),
             images: RwLock::new(HashMap::new()),
+            prefer_no_schedule_nodes: Vec::new(),
         }
     }
 
@@ -385,11 +393,31 @@ impl NodeOrder {
             let mut resources = NodeResources::new(&n.spec.node, self.gpu);
             for &(task, _) in &n.tasks {
                 if self.view.is_visible(task) {
-                    resources.apply(PodRequests::of(ssn, task, self.gpu), 1);
+                    resources.apply(self.requests_of(ssn, task), 1);
                 }
             }
             resources
         }))
+    }
+
+    /// The task's requests, parsed once per scheduling class and session.
+    fn requests_of(&self, ssn: &SessionState, task: TaskId) -> PodRequests {
+        let class = ssn.task(task).spec.sched_class;
+        // A poisoned lock only means another thread panicked between whole-entry inserts.
+        if let Some(found) = self
+            .requests
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&class)
+        {
+            return *found;
+        }
+        let requests = PodRequests::of(ssn, task, self.gpu);
+        self.requests
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(class, requests);
+        requests
     }
 
     /// Keeps built sums current; a node not built yet will read the view when it is.
@@ -397,8 +425,9 @@ impl NodeOrder {
         let Some(node) = ssn.task(task).node else {
             return;
         };
+        let requests = self.requests_of(ssn, task);
         if let Some(n) = self.nodes.get_mut(node.index()).and_then(OnceLock::get_mut) {
-            n.apply(PodRequests::of(ssn, task, self.gpu), sign);
+            n.apply(requests, sign);
         }
     }
 
@@ -499,7 +528,7 @@ impl NodeOrder {
             .map(|&n| ssn.node(n).spec.node.as_ref())
             .collect();
 
-        let requests = PodRequests::of(ssn, task, self.gpu);
+        let requests = self.requests_of(ssn, task);
         for (strategy, weight) in [
             (ResourceStrategy::LeastAllocated, w.least_requested),
             (ResourceStrategy::MostAllocated, w.most_requested),
@@ -589,6 +618,10 @@ impl Plugin for NodeOrder {
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.view = PodView::open(ssn, false, self.weights.pod_affinity != 0);
         self.nodes = ssn.nodes().iter().map(|_| OnceLock::new()).collect();
+        self.prefer_no_schedule_nodes = ssn
+            .node_ids()
+            .filter(|&n| has_prefer_no_schedule_taint(ssn.node(n).spec.node.as_ref()))
+            .collect();
     }
 
     fn extension_points(&self) -> ExtensionPoints {
@@ -618,6 +651,30 @@ impl Plugin for NodeOrder {
         let mut totals = vec![0.0; nodes.len()];
         self.batch(ssn, task, nodes, &mut totals)?;
         Ok(totals)
+    }
+
+    /// A node's score stands alone (for the search memo) unless a score normalises over the
+    /// candidates or counts pods on other nodes: preferred node affinity, inter-pod affinity in
+    /// play, `ScheduleAnyway` spread, or a `PreferNoSchedule` taint somewhere that the pod
+    /// does not tolerate. The resource scores and ImageLocality (whose image spread is fixed for
+    /// the session) read only the node.
+    fn search_is_node_local(&self, ssn: &SessionState, task: TaskId) -> bool {
+        let w = &self.weights;
+        let pod = ssn.task(task).spec.pod.as_ref();
+        (w.node_affinity == 0 || matches!(PreferredNodeAffinity::from_pod(pod), Ok(None)))
+            && (w.pod_affinity == 0
+                || (!has_preferred_pod_affinity_terms(pod)
+                    && !self.view.any_placed_can_score_others()))
+            && (w.pod_topology_spread == 0 || !has_spread_constraint(pod, SCHEDULE_ANYWAY))
+            && (w.taint_toleration == 0
+                || self.prefer_no_schedule_nodes.iter().all(|&n| {
+                    count_intolerable_prefer_no_schedule(pod, ssn.node(n).spec.node.as_ref()) == 0
+                }))
+    }
+
+    /// Placed pods score others through their pod affinity terms.
+    fn placement_is_node_local(&self, ssn: &SessionState, task: TaskId) -> bool {
+        !can_score_other_pods(ssn.task(task).spec.pod.as_ref())
     }
 
     fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {

@@ -53,7 +53,8 @@ use crate::k8s::node_affinity::{
 };
 use crate::k8s::pod_affinity::AffinityFilterState;
 use crate::k8s::pod_view::{
-    PodView, all_nodes, has_required_pod_affinity_terms, has_spread_constraint, namespace_labels,
+    PodView, all_nodes, has_pod_affinity_section, has_required_pod_affinity_terms,
+    has_spread_constraint, namespace_labels,
 };
 use crate::k8s::ports::{HostPort, PORTS_CONFLICT, pod_host_ports, ports_conflict};
 use crate::k8s::taints::{find_untolerated_taint, untolerated_taint_reason};
@@ -273,6 +274,10 @@ impl<T> Default for TaskTable<T> {
 }
 
 impl<T> TaskTable<T> {
+    /// A table with room for `tasks` tasks, so that filling it never reallocates.
+    fn with_tasks(tasks: usize) -> Self {
+        TaskTable(std::iter::repeat_with(|| None).take(tasks).collect())
+    }
     fn get(&self, task: &TaskId) -> Option<&T> {
         self.0.get(task.index()).and_then(Option::as_ref)
     }
@@ -299,7 +304,8 @@ pub struct Predicates {
     /// Host ports in use per node (kept only when NodePorts is on).
     used_ports: Vec<UsedPorts>,
     skips: TaskTable<SkipSet>,
-    filters: TaskTable<TaskFilters>,
+    /// Boxed: a table slot per task of the session, most of them empty.
+    filters: TaskTable<Box<TaskFilters>>,
     /// The task of the latest successful PrePredicate: the one being placed. Its inter-pod
     /// affinity counts follow the pods the session places or removes while it is being placed
     /// (see [`Predicates::follow_placement`]).
@@ -662,6 +668,8 @@ impl Plugin for Predicates {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.view = PodView::open(ssn, self.enabled.pod_affinity, false);
+        self.skips = TaskTable::with_tasks(ssn.tasks().len());
+        self.filters = TaskTable::with_tasks(ssn.tasks().len());
         self.assumed_volumes = volumes::VolumeAssumptions::open(ssn);
         if self.enabled.node_ports {
             self.used_ports = ssn
@@ -711,7 +719,7 @@ impl Plugin for Predicates {
         self.skips.insert(task, skip);
         match result {
             Ok(filters) => {
-                self.filters.insert(task, filters);
+                self.filters.insert(task, Box::new(filters));
                 self.current = Some(task);
                 Ok(())
             }
@@ -738,7 +746,7 @@ impl Plugin for Predicates {
         // result is then not kept, since `predicate` only reads).
         let fresh;
         let (skip, filters) = match self.filters.get(&task) {
-            Some(f) => (self.skip_set(task), f),
+            Some(f) => (self.skip_set(task), f.as_ref()),
             None => {
                 let (skip, result) = self.prefilter(ssn, task, self.skip_set(task));
                 fresh = result.map_err(|e| FitError::error(e, NAME))?;
@@ -756,6 +764,26 @@ impl Plugin for Predicates {
         } else {
             Err(FitError { statuses })
         }
+    }
+
+    /// Node-local unless a filter looks beyond the node for this task: inter-pod affinity
+    /// in play, a `DoNotSchedule` spread constraint, or claims (whose bindings other pods may
+    /// share). The equivalence cache makes the reason text depend on which task filled it, so
+    /// with it on nothing is node-local.
+    fn search_is_node_local(&self, ssn: &SessionState, task: TaskId) -> bool {
+        self.cache.is_none()
+            && self.filters.get(&task).is_some_and(|f| {
+                f.pod_affinity.is_none()
+                    && f.topology_spread.is_none()
+                    && !uses_claims(ssn.task(task).spec.pod.as_ref())
+            })
+    }
+
+    /// A placed pod reaches other nodes through its pod affinity terms (its topology domain)
+    /// and its claims.
+    fn placement_is_node_local(&self, ssn: &SessionState, task: TaskId) -> bool {
+        let pod = ssn.task(task).spec.pod.as_ref();
+        !has_pod_affinity_section(pod) && !uses_claims(pod)
     }
 
     fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
@@ -787,6 +815,14 @@ impl Plugin for Predicates {
             self.follow_placement(ssn, task, -1);
         }
     }
+}
+
+/// Whether the pod mounts a claim (a `persistentVolumeClaim` or generic ephemeral volume).
+fn uses_claims(pod: &Pod) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
 }
 
 mod cache;

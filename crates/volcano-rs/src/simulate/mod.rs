@@ -68,6 +68,8 @@ pub struct SimOptions {
     pub cycle_period: std::time::Duration,
     /// Recreate each evicted pod as a new Pending pod (a controller's stand-in).
     pub recreate_evicted: bool,
+    /// Allocate's search memo (on by default; off to compare decisions without it).
+    pub search_memo: bool,
 }
 
 impl SimOptions {
@@ -82,6 +84,7 @@ impl SimOptions {
             strict_config: false,
             cycle_period: std::time::Duration::ZERO,
             recreate_evicted: false,
+            search_memo: true,
         }
     }
 }
@@ -208,6 +211,7 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
             .first()
             .cloned()
             .unwrap_or_else(|| DEFAULT_SCHEDULER_NAMES[0].to_string()),
+        search_memo: opts.search_memo,
         ..SessionOptions::default()
     };
     let (mut cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);

@@ -396,11 +396,17 @@ fn place(
         return false;
     }
     let candidates = ssn.filter_out_unschedulable_and_unresolvable_nodes(task);
-    let (feasible, _) = helper.predicate_nodes(ssn, task, &candidates, &|s, t, n| {
-        resource_fit(s, t, n)?;
-        s.predicate_for_preempt_action(t, n)
-    });
-    let Some(best) = choose_node(ssn, task, &feasible) else {
+    let (feasible, _) = helper.predicate_nodes(
+        ssn,
+        task,
+        &candidates,
+        &|s, t, n| {
+            resource_fit(s, t, n)?;
+            s.predicate_for_preempt_action(t, n)
+        },
+        None,
+    );
+    let Some(best) = choose_node(ssn, task, &feasible, None) else {
         return false;
     };
     ssn.pipeline(s, task, best, evicted).is_ok()

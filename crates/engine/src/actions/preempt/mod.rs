@@ -143,9 +143,13 @@ fn preempt_task(
     ssn.pre_predicate(task)
         .map_err(|e| format!("pre-predicate failed: {e}"))?;
     let candidates = ssn.filter_out_unschedulable_and_unresolvable_nodes(task);
-    let (feasible, _) = helper.predicate_nodes(ssn, task, &candidates, &|s, t, n| {
-        s.predicate_for_preempt_action(t, n)
-    });
+    let (feasible, _) = helper.predicate_nodes(
+        ssn,
+        task,
+        &candidates,
+        &|s, t, n| s.predicate_for_preempt_action(t, n),
+        None,
+    );
     let queue = ssn
         .state
         .queue_of_task(task)

@@ -1,0 +1,310 @@
+//! The allocate search memo: predicate results and scores remembered per scheduling class and
+//! node, so that the tasks of a job — and every task with the same pod spec — do not check and
+//! score a node again while nothing on it changed.
+//!
+//! Volcano computes every (task, node) pair afresh. The memo gives the same answers because it
+//! is used only where they cannot differ:
+//!
+//! * a task's answers are remembered only when every plugin that predicates or scores says they
+//!   are node-local for it ([`Session::search_is_node_local`]): they depend only on the task's
+//!   [`SchedClass`] and the node's state;
+//! * each answer carries the node's stamp ([`SessionState::search_stamp`]), which moves whenever
+//!   the session puts a task on the node or takes one off, and for every node when a task whose
+//!   placement reaches beyond its node moves;
+//! * an answer is reused only under the stamp it was computed at.
+//!
+//! A property test (`tests/search_memo_properties.rs`) runs random clusters and session
+//! sequences with the memo on and off and requires identical decisions.
+//!
+//! [`Session::search_is_node_local`]: crate::framework::Session::search_is_node_local
+//! [`SessionState::search_stamp`]: crate::framework::SessionState::search_stamp
+
+use std::collections::HashMap;
+
+use crate::model::{FitError, NodeId, SchedClass};
+
+/// Most remembered (class, node) answers in one session: about 48 MiB (more where checks fail,
+/// by their reasons). Past it the memo starts over, which only costs recomputation.
+const MAX_SLOTS: usize = 1 << 20;
+
+/// A remembered predicate result: the stamp it was computed at (0: none) and the error, if
+/// any. Kept apart from the scores so that a search reads 16 bytes per node.
+#[derive(Clone, Default)]
+struct CheckSlot {
+    stamp: u64,
+    error: Option<Box<FitError>>,
+}
+
+/// A remembered score and idle fit, each with the stamp it was computed at (0: none).
+#[derive(Clone, Copy, Default)]
+struct ChoiceSlot {
+    score_stamp: u64,
+    score: f64,
+    idle_stamp: u64,
+    fits_idle: bool,
+}
+
+/// What one class was told on each node.
+pub struct ClassMemo {
+    checks: Vec<CheckSlot>,
+    choices: Vec<ChoiceSlot>,
+}
+
+/// A remembered predicate result.
+pub enum Remembered<'a> {
+    Fits,
+    Fails(&'a FitError),
+}
+
+impl ClassMemo {
+    fn new(nodes: usize) -> Self {
+        ClassMemo {
+            checks: vec![CheckSlot::default(); nodes],
+            choices: vec![ChoiceSlot::default(); nodes],
+        }
+    }
+
+    /// The remembered predicate result on `node`, if it was computed at `stamp`.
+    #[inline]
+    pub fn check(&self, node: NodeId, stamp: u64) -> Option<Remembered<'_>> {
+        let slot = self.checks.get(node.index()).filter(|c| c.stamp == stamp)?;
+        Some(match &slot.error {
+            None => Remembered::Fits,
+            Some(e) => Remembered::Fails(e),
+        })
+    }
+
+    pub fn remember_check(&mut self, node: NodeId, stamp: u64, result: &Result<(), FitError>) {
+        if let Some(slot) = self.checks.get_mut(node.index()) {
+            slot.stamp = stamp;
+            slot.error = result.as_ref().err().map(|e| Box::new(e.clone()));
+        }
+    }
+
+    /// The remembered score on `node`, if it was computed at `stamp`.
+    #[inline]
+    pub fn score(&self, node: NodeId, stamp: u64) -> Option<f64> {
+        self.choices
+            .get(node.index())
+            .filter(|c| c.score_stamp == stamp)
+            .map(|c| c.score)
+    }
+
+    pub fn remember_score(&mut self, node: NodeId, stamp: u64, score: f64) {
+        if let Some(c) = self.choices.get_mut(node.index()) {
+            c.score_stamp = stamp;
+            c.score = score;
+        }
+    }
+
+    /// Whether the request fits the node's idle resources, computed at most once per stamp.
+    #[inline]
+    pub fn fits_idle(&mut self, node: NodeId, stamp: u64, compute: impl FnOnce() -> bool) -> bool {
+        match self.choices.get_mut(node.index()) {
+            Some(c) if c.idle_stamp == stamp => c.fits_idle,
+            Some(c) => {
+                c.idle_stamp = stamp;
+                c.fits_idle = compute();
+                c.fits_idle
+            }
+            None => compute(),
+        }
+    }
+}
+
+/// The memo of one allocate run.
+#[derive(Default)]
+pub struct SearchMemo {
+    classes: HashMap<SchedClass, ClassMemo>,
+}
+
+impl SearchMemo {
+    /// The class's memo, made on first use for `nodes` nodes.
+    pub fn class(&mut self, class: SchedClass, nodes: usize) -> &mut ClassMemo {
+        if !self.classes.contains_key(&class)
+            && (self.classes.len() + 1).saturating_mul(nodes) > MAX_SLOTS
+        {
+            self.classes.clear();
+        }
+        self.classes
+            .entry(class)
+            .or_insert_with(|| ClassMemo::new(nodes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_reused_only_under_their_stamp() {
+        let mut memo = SearchMemo::default();
+        let class = memo.class(SchedClass(7), 3);
+        let node = NodeId::from_index(1);
+        assert!(class.check(node, 5).is_none());
+        class.remember_check(node, 5, &Ok(()));
+        class.remember_score(node, 5, 12.5);
+        assert!(matches!(class.check(node, 5), Some(Remembered::Fits)));
+        assert_eq!(class.score(node, 5), Some(12.5));
+        assert!(class.check(node, 6).is_none());
+        assert_eq!(class.score(node, 6), None);
+        assert!(class.check(NodeId::from_index(9), 5).is_none());
+    }
+
+    mod counted {
+        //! A plugin whose node-local predicate and score count their calls.
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use serde_json::json;
+
+        use crate::conf::{KnownNames, parse};
+        use crate::framework::{
+            ExtensionPoints as EP, Plugin, PluginRegistry, Session, SessionOptions, SessionState,
+        };
+        use crate::model::{FitError, NodeId, TaskId};
+        use crate::state::{ClusterState, StateOptions};
+
+        pub static PREDICATES: AtomicUsize = AtomicUsize::new(0);
+        pub static SCORES: AtomicUsize = AtomicUsize::new(0);
+
+        struct Counted;
+
+        impl Plugin for Counted {
+            fn name(&self) -> &'static str {
+                "counted"
+            }
+            fn extension_points(&self) -> EP {
+                EP::PREDICATE | EP::NODE_ORDER
+            }
+            fn predicate(&self, _: &SessionState, _: TaskId, _: NodeId) -> Result<(), FitError> {
+                PREDICATES.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+            fn node_order(&self, ssn: &SessionState, _: TaskId, n: NodeId) -> Result<f64, String> {
+                SCORES.fetch_add(1, Ordering::SeqCst);
+                // Fewer tasks score higher: spreads the job, so every node changes.
+                Ok(-(ssn.node(n).tasks.len() as f64) + n.index() as f64 * 0.1)
+            }
+            fn search_is_node_local(&self, _: &SessionState, _: TaskId) -> bool {
+                true
+            }
+            fn placement_is_node_local(&self, _: &SessionState, _: TaskId) -> bool {
+                true
+            }
+        }
+
+        fn cluster() -> ClusterState {
+            let mut s = ClusterState::new(StateOptions::default());
+            s.upsert_queue(
+                serde_json::from_value(
+                    json!({"metadata": {"name": "default"}, "spec": {"weight": 1}}),
+                )
+                .expect("queue"),
+            );
+            for n in 0..3 {
+                s.upsert_node(
+                    serde_json::from_value(json!({
+                        "metadata": {"name": format!("n{n}")},
+                        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+                    }))
+                    .expect("node"),
+                );
+            }
+            s.upsert_pod_group(
+                serde_json::from_value(json!({"metadata": {"name": "pg", "namespace": "ns"},
+                    "spec": {"minMember": 6, "queue": "default"}}))
+                .expect("pg"),
+            );
+            for i in 0..6 {
+                s.upsert_pod(
+                    serde_json::from_value(json!({
+                        "metadata": {"name": format!("p{i}"), "namespace": "ns", "uid": format!("u{i}"),
+                                     "annotations": {"scheduling.k8s.io/group-name": "pg"}},
+                        "spec": {"schedulerName": "volcano-rs",
+                                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                        "status": {"phase": "Pending"}
+                    }))
+                    .expect("pod"),
+                );
+            }
+            s
+        }
+
+        /// Runs allocate; returns the binds (pod → node) and the predicate and score calls.
+        pub fn allocate(memo: bool) -> (Vec<(String, String)>, usize, usize) {
+            let known = KnownNames {
+                actions: &["allocate"],
+                plugins: &["counted"],
+                strict: true,
+                check_arguments: None,
+            };
+            let conf = parse(
+                "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: counted\n",
+                &known,
+            )
+            .expect("conf")
+            .conf;
+            let mut registry = PluginRegistry::new();
+            registry.register("counted", |_| Box::new(Counted));
+            let options = SessionOptions {
+                search_memo: memo,
+                ..SessionOptions::default()
+            };
+            let mut ssn = Session::open(
+                &cluster().snapshot(),
+                Arc::new(conf),
+                &registry,
+                options,
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                "s".into(),
+            );
+            let (p0, s0) = (
+                PREDICATES.load(Ordering::SeqCst),
+                SCORES.load(Ordering::SeqCst),
+            );
+            crate::actions::allocate::execute(&mut ssn);
+            let (p1, s1) = (
+                PREDICATES.load(Ordering::SeqCst),
+                SCORES.load(Ordering::SeqCst),
+            );
+            let binds = ssn
+                .close()
+                .binds
+                .iter()
+                .map(|b| (b.pod.clone(), b.node.clone()))
+                .collect();
+            (binds, p1 - p0, s1 - s0)
+        }
+    }
+
+    /// One test, so the call counters are not shared with a concurrent run.
+    #[test]
+    fn the_memo_saves_calls_and_changes_no_bind() {
+        let (with, predicates_with, scores_with) = counted::allocate(true);
+        let (without, predicates_without, scores_without) = counted::allocate(false);
+        assert_eq!(with.len(), 6);
+        assert_eq!(with, without);
+        // Without: every task checks and scores all 3 nodes. With: the first task does, each
+        // later one only the node the previous placement changed.
+        assert_eq!((predicates_without, scores_without), (18, 18));
+        assert_eq!((predicates_with, scores_with), (8, 8));
+    }
+
+    #[test]
+    fn the_memo_starts_over_past_its_budget() {
+        let mut memo = SearchMemo::default();
+        let nodes = MAX_SLOTS / 2;
+        memo.class(SchedClass(1), nodes)
+            .remember_score(NodeId::from_index(0), 1, 1.0);
+        memo.class(SchedClass(2), nodes);
+        assert_eq!(memo.classes.len(), 2);
+        memo.class(SchedClass(3), nodes);
+        assert_eq!(memo.classes.len(), 1);
+        assert_eq!(
+            memo.class(SchedClass(1), nodes)
+                .score(NodeId::from_index(0), 1),
+            None
+        );
+    }
+}

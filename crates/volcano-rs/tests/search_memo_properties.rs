@@ -1,0 +1,307 @@
+//! The allocate search memo changes no decision: random clusters, run for several sessions with
+//! the memo on and off, give identical reports (binds, pipelines, evictions, pod phases and
+//! messages, PodGroup and queue status), under Volcano's default configuration and under one
+//! with preempt and reclaim.
+//!
+//! The clusters mix what the memo must get right: identical pods across jobs (one scheduling
+//! class shared by several jobs), pods that differ only in what the memo may ignore (the task
+//! index), node selectors, preferred node affinity, `NoSchedule` and `PreferNoSchedule` taints,
+//! required pod anti-affinity and preferred pod affinity, topology spread of both kinds, host
+//! ports, images, several queues and priorities, and pods already running.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use volcano_rs::simulate::{self, ConfFile, SimInput, SimOptions};
+
+const CASES: u32 = 40;
+const SESSIONS: usize = 4;
+
+#[derive(Clone, Debug)]
+struct NodeGen {
+    cpu: u64,
+    pods: u64,
+    zone: usize,
+    /// 0 none, 1 `NoSchedule` dedicated, 2 `PreferNoSchedule` soft.
+    taint: u8,
+    has_image: bool,
+}
+
+#[derive(Clone, Debug)]
+struct JobGen {
+    replicas: usize,
+    min_member: usize,
+    queue: usize,
+    /// Index into [`SHAPES`]: few shapes, so jobs often share a class.
+    shape: usize,
+    /// Label `app` value: shared between jobs when equal.
+    app: usize,
+    tolerate_dedicated: bool,
+    tolerate_soft: bool,
+    zone_selector: Option<usize>,
+    preferred_zone: Option<usize>,
+    anti_affinity: bool,
+    preferred_pod_affinity: bool,
+    /// 0 none, 1 `DoNotSchedule`, 2 `ScheduleAnyway`.
+    spread: u8,
+    host_port: bool,
+    high_priority: bool,
+    running: usize,
+}
+
+const SHAPES: [(u64, u64); 3] = [(500, 512), (1000, 1024), (250, 256)];
+
+fn node_gen() -> impl Strategy<Value = NodeGen> {
+    (
+        prop::sample::select(vec![2000u64, 4000, 8000]),
+        3u64..12,
+        0usize..3,
+        prop::sample::select(vec![0u8, 0, 0, 1, 2]),
+        any::<bool>(),
+    )
+        .prop_map(|(cpu, pods, zone, taint, has_image)| NodeGen {
+            cpu,
+            pods,
+            zone,
+            taint,
+            has_image,
+        })
+}
+
+fn job_gen() -> impl Strategy<Value = JobGen> {
+    (
+        (1usize..7, 0usize..3, 0usize..3, 0usize..2),
+        (
+            any::<bool>(),
+            any::<bool>(),
+            prop::option::weighted(0.2, 0usize..3),
+        ),
+        (
+            prop::option::weighted(0.2, 0usize..3),
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.15),
+        ),
+        (
+            prop::sample::select(vec![0u8, 0, 0, 1, 2]),
+            prop::bool::weighted(0.15),
+            prop::bool::weighted(0.3),
+            0usize..3,
+            0usize..7,
+        ),
+    )
+        .prop_map(
+            |(
+                (replicas, queue, shape, app),
+                (tolerate_dedicated, tolerate_soft, zone_selector),
+                (preferred_zone, anti_affinity, preferred_pod_affinity),
+                (spread, host_port, high_priority, running, min_seed),
+            )| JobGen {
+                replicas,
+                min_member: 1 + min_seed % replicas,
+                queue,
+                shape,
+                app,
+                tolerate_dedicated,
+                tolerate_soft,
+                zone_selector,
+                preferred_zone,
+                anti_affinity,
+                preferred_pod_affinity,
+                spread,
+                host_port,
+                high_priority,
+                running: running.min(replicas),
+            },
+        )
+}
+
+fn cluster_gen() -> impl Strategy<Value = (Vec<NodeGen>, Vec<JobGen>)> {
+    (
+        prop::collection::vec(node_gen(), 2..10),
+        prop::collection::vec(job_gen(), 1..9),
+    )
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: Value) -> T {
+    serde_json::from_value(v).expect("the test builds well-formed objects")
+}
+
+fn node(i: usize, n: &NodeGen) -> Value {
+    let name = format!("n{i}");
+    let taints = match n.taint {
+        1 => json!([{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]),
+        2 => json!([{"key": "soft", "value": "x", "effect": "PreferNoSchedule"}]),
+        _ => json!([]),
+    };
+    let images = if n.has_image {
+        json!([{"names": ["registry/img-a:1"], "sizeBytes": 600_000_000}])
+    } else {
+        json!([])
+    };
+    let list = json!({"cpu": format!("{}m", n.cpu), "memory": format!("{}Mi", n.cpu * 2), "pods": n.pods.to_string()});
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("z{}", n.zone)}},
+        "spec": {"taints": taints},
+        "status": {"allocatable": list, "capacity": list, "images": images},
+    })
+}
+
+fn affinity(j: &JobGen) -> Value {
+    let mut affinity = json!({});
+    if let Some(z) = j.preferred_zone {
+        affinity["nodeAffinity"] = json!({"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 10, "preference": {"matchExpressions": [{
+                "key": "topology.kubernetes.io/zone", "operator": "In", "values": [format!("z{z}")]}]}}]});
+    }
+    let own = json!({"matchLabels": {"app": format!("a{}", j.app)}});
+    if j.anti_affinity {
+        affinity["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": own, "topologyKey": "kubernetes.io/hostname"}]});
+    }
+    if j.preferred_pod_affinity {
+        affinity["podAffinity"] = json!({"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 5, "podAffinityTerm": {"labelSelector": own,
+                "topologyKey": "topology.kubernetes.io/zone"}}]});
+    }
+    affinity
+}
+
+fn pod_spec(j: &JobGen, index: usize, node: Option<String>) -> Value {
+    let (cpu, memory) = SHAPES[j.shape];
+    let mut tolerations = Vec::new();
+    if j.tolerate_dedicated {
+        tolerations.push(json!({"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}));
+    }
+    if j.tolerate_soft {
+        tolerations.push(json!({"key": "soft", "operator": "Exists"}));
+    }
+    let image = if j.shape == 0 {
+        "registry/img-a:1"
+    } else {
+        "registry/img-b:1"
+    };
+    let mut container = json!({
+        "name": "main", "image": image,
+        "env": [{"name": "TASK_INDEX", "value": index.to_string()}],
+        "resources": {"requests": {"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi")}},
+    });
+    if j.host_port {
+        container["ports"] = json!([{"containerPort": 8080, "hostPort": 8080}]);
+    }
+    let mut spec = json!({
+        "schedulerName": "volcano-rs",
+        "containers": [container],
+        "tolerations": tolerations,
+        "affinity": affinity(j),
+        "priority": if j.high_priority { 1000 } else { 0 },
+    });
+    if let Some(z) = j.zone_selector {
+        spec["nodeSelector"] = json!({"topology.kubernetes.io/zone": format!("z{z}")});
+    }
+    if j.spread != 0 {
+        spec["topologySpreadConstraints"] = json!([{
+            "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": if j.spread == 1 { "DoNotSchedule" } else { "ScheduleAnyway" },
+            "labelSelector": {"matchLabels": {"app": format!("a{}", j.app)}}}]);
+    }
+    if let Some(node) = node {
+        spec["nodeName"] = json!(node);
+    }
+    spec
+}
+
+fn build(nodes: &[NodeGen], jobs: &[JobGen]) -> SimInput {
+    let mut input = SimInput::default();
+    for (i, n) in nodes.iter().enumerate() {
+        input.nodes.push(decode(node(i, n)));
+    }
+    for q in 0..3 {
+        input.queues.push(decode(json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+            "metadata": {"name": format!("q{q}")},
+            "spec": {"weight": q + 1, "reclaimable": true},
+        })));
+    }
+    let mut seq = 0;
+    for (ji, j) in jobs.iter().enumerate() {
+        let group = format!("j{ji}");
+        input.pod_groups.push(decode(json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": group, "namespace": "default", "uid": format!("pg-{ji}"),
+                "creationTimestamp": format!("2025-12-31T00:00:{:02}Z", ji)},
+            "spec": {"minMember": j.min_member, "queue": format!("q{}", j.queue)},
+        })));
+        for t in 0..j.replicas {
+            seq += 1;
+            // Running members sit on a node chosen round-robin (the simulator accepts
+            // overcommitted nodes as given).
+            let running = t < j.running;
+            let node = running.then(|| format!("n{}", (ji + t) % nodes.len()));
+            let phase = if running { "Running" } else { "Pending" };
+            input.pods.push(decode(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {
+                    "name": format!("{group}-{t}"), "namespace": "default",
+                    "uid": format!("pod-{ji}-{t}"),
+                    "creationTimestamp": format!("2025-12-31T00:{:02}:{:02}Z", seq / 60, seq % 60),
+                    "labels": {"app": format!("a{}", j.app), "volcano.sh/task-index": t.to_string()},
+                    "annotations": {"scheduling.k8s.io/group-name": group},
+                },
+                "spec": pod_spec(j, t, node),
+                "status": {"phase": phase},
+            })));
+        }
+    }
+    input
+}
+
+fn with_eviction() -> ConfFile {
+    ConfFile {
+        name: "search-memo-properties.conf".into(),
+        text: r#"actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"#
+        .into(),
+    }
+}
+
+fn run(input: &SimInput, conf: Option<ConfFile>, memo: bool) -> String {
+    let now = "2026-01-01T00:00:00Z".parse().expect("valid timestamp");
+    let mut opts = SimOptions::new(now);
+    opts.scheduler_conf = conf;
+    opts.max_cycles = SESSIONS;
+    opts.recreate_evicted = true;
+    opts.search_memo = memo;
+    simulate::run(input, &opts)
+        .expect("the configuration and built objects are valid")
+        .to_json()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_memo_changes_no_decision_under_the_default_configuration(
+        (nodes, jobs) in cluster_gen()
+    ) {
+        let input = build(&nodes, &jobs);
+        prop_assert_eq!(run(&input, None, true), run(&input, None, false));
+    }
+
+    #[test]
+    fn the_memo_changes_no_decision_with_preempt_and_reclaim((nodes, jobs) in cluster_gen()) {
+        let input = build(&nodes, &jobs);
+        let conf = with_eviction();
+        prop_assert_eq!(run(&input, Some(conf.clone()), true), run(&input, Some(conf), false));
+    }
+}
