@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Runs the standard session benchmark sizes, each in its own process (so peak memory is per
-# size), on one core and on all cores. Prints one JSON line per run.
+# Runs the session benchmark (docs/benchmarks.md), each size in its own process (so peak memory
+# is per size): the uniform workload on one core and on all cores, then the mixed workload on
+# one core. Prints one JSON line per run. BENCH_MIXED_MAX caps the mixed sizes by pod count
+# (default 30000: the largest mixed size takes minutes, see docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/examples/bench_session
 [ -x "$bin" ] || cargo build --release -p volcano-rs --example bench_session
+sizes=("1000 10000 100" "5000 50000 500" "10000 100000 1000")
 for threads in 1 "$(nproc)"; do
-  for size in "1000 10000 100" "5000 50000 500" "10000 100000 1000"; do
+  for size in "${sizes[@]}"; do
     set -- $size
     RAYON_NUM_THREADS=$threads "$bin" --nodes "$1" --pods "$2" --jobs "$3"
   done
+done
+for size in "1000 10000" "3000 30000" "10000 100000"; do
+  set -- $size
+  [ "$2" -le "${BENCH_MIXED_MAX:-30000}" ] || continue
+  RAYON_NUM_THREADS=1 "$bin" --nodes "$1" --pods "$2" --workload mixed
 done

@@ -2,6 +2,7 @@
 //! for, the feasible-node search with its error cache, and scoring and choosing a node.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -69,31 +70,23 @@ fn uses_claims(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
 }
 
 /// What a search found so far.
-struct Found<'a> {
+struct Found {
     want: usize,
     feasible: Vec<NodeId>,
-    fit_errors: &'a mut FitErrors,
-    /// Failures to add to the role's error cache.
-    new_errors: Vec<(NodeId, FitError)>,
+    /// Nodes that failed, why, and whether that is new to the role's error cache.
+    failures: Vec<(NodeId, Arc<FitError>, bool)>,
 }
 
-impl Found<'_> {
+impl Found {
     fn done(&self) -> bool {
         self.feasible.len() >= self.want
     }
 
-    /// One node's answer; an error says whether it is new to the role's error cache.
     #[inline]
-    fn take(&mut self, ssn: &Session, node: NodeId, outcome: Result<(), (FitError, bool)>) {
+    fn take(&mut self, node: NodeId, outcome: Result<(), (Arc<FitError>, bool)>) {
         match outcome {
             Ok(()) => self.feasible.push(node),
-            Err((err, fresh)) => {
-                self.fit_errors
-                    .set_node_error(ssn.state.node(node).name(), err.clone());
-                if fresh {
-                    self.new_errors.push((node, err));
-                }
-            }
+            Err((err, fresh)) => self.failures.push((node, err, fresh)),
         }
     }
 }
@@ -101,7 +94,7 @@ impl Found<'_> {
 /// The feasible-node search with Volcano's per-(job, role) error cache (§6.0.2).
 pub struct PredicateHelper {
     cache_enabled: bool,
-    error_cache: HashMap<String, HashMap<NodeId, FitError>>,
+    error_cache: HashMap<String, HashMap<NodeId, Arc<FitError>>>,
 }
 
 /// Nodes evaluated per parallel batch: large enough to keep both cores busy, small enough not
@@ -123,6 +116,9 @@ impl PredicateHelper {
     /// With a class memo, a node's remembered result under its current stamp stands for
     /// `check` (the caller vouches that the task's answers are node-local), and fresh results
     /// are remembered.
+    ///
+    /// The fit errors are filled only when no node is feasible, the one case callers read
+    /// them: building them for every search would copy a reason per failing node.
     pub fn predicate_nodes(
         &mut self,
         ssn: &mut Session,
@@ -131,10 +127,9 @@ impl PredicateHelper {
         check: &(dyn Fn(&Session, TaskId, NodeId) -> Result<(), FitError> + Sync),
         memo: Option<&mut ClassMemo>,
     ) -> (Vec<NodeId>, FitErrors) {
-        let mut fit_errors = FitErrors::default();
         let n = nodes.len();
         if n == 0 {
-            return (Vec::new(), fit_errors);
+            return (Vec::new(), FitErrors::default());
         }
         let want = num_feasible_nodes_to_find(ssn, n);
         let t = ssn.state.task(task);
@@ -161,8 +156,7 @@ impl PredicateHelper {
         let mut found = Found {
             want,
             feasible: Vec::with_capacity(want.min(n)),
-            fit_errors: &mut fit_errors,
-            new_errors: Vec::new(),
+            failures: Vec::new(),
         };
         let mut processed = 0;
         let session: &Session = ssn;
@@ -177,19 +171,17 @@ impl PredicateHelper {
                 processed += 1;
                 at = if at + 1 == n { 0 } else { at + 1 };
                 if let Some(err) = from_error_cache(node) {
-                    found.take(session, node, Err((err, false)));
+                    found.failures.push((node, err, false));
                     continue;
                 }
                 let stamp = stamps.of(node);
                 match memo.check(node, stamp) {
                     Some(Remembered::Fits) => found.feasible.push(node),
-                    Some(Remembered::Fails(e)) => {
-                        found.take(session, node, Err((e.clone(), true)));
-                    }
+                    Some(Remembered::Fails(e)) => found.failures.push((node, e.clone(), true)),
                     None => {
-                        let result = check(session, task, node);
+                        let result = check(session, task, node).map_err(Arc::new);
                         memo.remember_check(node, stamp, &result);
-                        found.take(session, node, result.map_err(|e| (e, true)));
+                        found.take(node, result.map_err(|e| (e, true)));
                     }
                 }
             }
@@ -197,31 +189,36 @@ impl PredicateHelper {
         while processed < n && !found.done() {
             let end = (processed + SEARCH_BATCH.max(want)).min(n);
             let batch: Vec<NodeId> = (processed..end).map(|i| nodes[(start + i) % n]).collect();
-            let results: Vec<Result<(), (FitError, bool)>> = batch
+            let results: Vec<Result<(), (Arc<FitError>, bool)>> = batch
                 .par_iter()
                 .map(|&node| match from_error_cache(node) {
                     Some(err) => Err((err, false)),
-                    None => check(session, task, node).map_err(|e| (e, true)),
+                    None => check(session, task, node).map_err(|e| (Arc::new(e), true)),
                 })
                 .collect();
             for (&node, outcome) in batch.iter().zip(results) {
                 processed += 1;
-                found.take(session, node, outcome);
+                found.take(node, outcome);
                 if found.done() {
                     break;
                 }
             }
         }
         let Found {
-            feasible,
-            new_errors,
-            ..
+            feasible, failures, ..
         } = found;
-        if cache_on && !new_errors.is_empty() {
-            self.error_cache
-                .entry(group)
-                .or_default()
-                .extend(new_errors);
+        let mut fit_errors = FitErrors::default();
+        if feasible.is_empty() {
+            for (node, err, _) in &failures {
+                fit_errors.set_node_error(ssn.state.node(*node).name(), FitError::clone(err));
+            }
+        }
+        if cache_on {
+            let fresh = failures
+                .into_iter()
+                .filter(|(_, _, fresh)| *fresh)
+                .map(|(node, err, _)| (node, err));
+            self.error_cache.entry(group).or_default().extend(fresh);
         }
         ssn.state.set_node_search_start((start + processed) % n);
         (feasible, fit_errors)

@@ -20,6 +20,7 @@
 //! [`SessionState::search_stamp`]: crate::framework::SessionState::search_stamp
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::model::{FitError, NodeId, SchedClass};
 
@@ -32,7 +33,7 @@ const MAX_SLOTS: usize = 1 << 20;
 #[derive(Clone, Default)]
 struct CheckSlot {
     stamp: u64,
-    error: Option<Box<FitError>>,
+    error: Option<Arc<FitError>>,
 }
 
 /// A remembered score and idle fit, each with the stamp it was computed at (0: none).
@@ -53,7 +54,7 @@ pub struct ClassMemo {
 /// A remembered predicate result.
 pub enum Remembered<'a> {
     Fits,
-    Fails(&'a FitError),
+    Fails(&'a Arc<FitError>),
 }
 
 impl ClassMemo {
@@ -74,10 +75,10 @@ impl ClassMemo {
         })
     }
 
-    pub fn remember_check(&mut self, node: NodeId, stamp: u64, result: &Result<(), FitError>) {
+    pub fn remember_check(&mut self, node: NodeId, stamp: u64, result: &Result<(), Arc<FitError>>) {
         if let Some(slot) = self.checks.get_mut(node.index()) {
             slot.stamp = stamp;
-            slot.error = result.as_ref().err().map(|e| Box::new(e.clone()));
+            slot.error = result.as_ref().err().cloned();
         }
     }
 

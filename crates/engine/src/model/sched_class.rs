@@ -2,14 +2,14 @@
 //! declares its answers node-local gives both the same predicate result and the same score on
 //! a node in the same state (the allocate search memo, `actions::search_memo`).
 //!
-//! The class is a keyed 128-bit hash of everything a scheduling decision may read of the pod
-//! except what names the pod or its job: its namespace, labels, annotations and owner
-//! references, and its spec without the containers' environment, `hostname` and `subdomain`
-//! (Volcano's job controller writes the task index into those). Left out as well: the per-pod
-//! `volcano.sh/task-index` label and annotation, and the PodGroup annotation
-//! (`scheduling.k8s.io/group-name`), so that identical pods of different jobs share a class.
-//! The pod's name, uid, status and job are not part of it: a plugin whose predicate or score
-//! reads them must not declare itself node-local.
+//! The class is a keyed 128-bit hash of the pod's namespace and spec, without the containers'
+//! environment, `hostname` and `subdomain` (Volcano's job controller writes the task index into
+//! those). The pod's metadata is not part of it: labels and annotations mostly name the pod or
+//! its job (Volcano adds the job name, version and task index to both), so keeping them would
+//! give every job a class of its own. A plugin whose predicate or score reads the pod's name,
+//! uid, labels, annotations, status or job must therefore not declare itself node-local for a
+//! task unless that reading cannot change its answer (`predicates` reads labels only for
+//! inter-pod affinity and spread, which make a task's answers not node-local anyway).
 //!
 //! The hash is SipHash with two random per-process keys (std's `RandomState`): 128 bits make an
 //! accidental collision negligible, and the random keys keep a pod author from crafting one.
@@ -20,13 +20,6 @@ use std::sync::OnceLock;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use serde::Serialize;
-
-/// Keys that name one pod or its job, not what it asks of a node.
-const NAMING_KEYS: [&str; 3] = [
-    "volcano.sh/task-index",
-    apis::keys::GROUP_NAME,
-    apis::keys::VOLCANO_GROUP_NAME,
-];
 
 /// A scheduling class (see the module documentation).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,9 +47,6 @@ impl<H: Hasher> Write for TwoHashers<H> {
 #[derive(Serialize)]
 struct ClassView<'a> {
     namespace: &'a Option<String>,
-    labels: Option<Vec<(&'a String, &'a String)>>,
-    annotations: Option<Vec<(&'a String, &'a String)>>,
-    owners: &'a Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>,
     spec: Option<k8s_openapi::api::core::v1::PodSpec>,
 }
 
@@ -65,16 +55,6 @@ fn without_env(containers: &mut [Container]) {
         c.env = None;
         c.env_from = None;
     }
-}
-
-fn without_naming_keys(
-    m: &Option<std::collections::BTreeMap<String, String>>,
-) -> Option<Vec<(&String, &String)>> {
-    m.as_ref().map(|m| {
-        m.iter()
-            .filter(|(k, _)| !NAMING_KEYS.contains(&k.as_str()))
-            .collect()
-    })
 }
 
 impl SchedClass {
@@ -95,9 +75,6 @@ impl SchedClass {
         });
         let view = ClassView {
             namespace: &meta.namespace,
-            labels: without_naming_keys(&meta.labels),
-            annotations: without_naming_keys(&meta.annotations),
-            owners: &meta.owner_references,
             spec,
         };
         let (a, b) = keys();
@@ -122,7 +99,7 @@ mod tests {
     }
 
     #[test]
-    fn pods_that_differ_only_by_name_job_index_and_env_share_a_class() {
+    fn pods_that_differ_only_in_metadata_index_and_env_share_a_class() {
         let a = pod(
             json!({"metadata": {"name": "a-0", "namespace": "ns", "uid": "1",
             "labels": {"app": "x", "volcano.sh/task-index": "0"},
@@ -153,8 +130,6 @@ mod tests {
         for change in [
             &(|v: &mut serde_json::Value| v["metadata"]["namespace"] = json!("other"))
                 as &dyn Fn(&mut serde_json::Value),
-            &|v| v["metadata"]["labels"]["app"] = json!("y"),
-            &|v| v["metadata"]["annotations"] = json!({"k": "v"}),
             &|v| v["spec"]["containers"][0]["image"] = json!("j"),
             &|v| v["spec"]["nodeSelector"] = json!({"zone": "a"}),
             &|v| v["spec"]["tolerations"] = json!([{"key": "k", "operator": "Exists"}]),

@@ -1,11 +1,12 @@
 //! The pods on each node as the embedded Kubernetes plugins see them during a session, and the
 //! pod-shape helpers around it; shared by `predicates` (filters) and `nodeorder` (scores).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::OnceLock;
 
 use engine::framework::SessionState;
 use engine::model::{NodeId, TaskId};
-use k8s_openapi::api::core::v1::{Node, Pod, PodAffinity, PodAntiAffinity};
+use k8s_openapi::api::core::v1::{Node, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity};
 
 use super::labels::PlacedPod;
 
@@ -23,6 +24,11 @@ pub struct PodView {
     hidden_per_node: Vec<usize>,
     /// Placed pods with a required anti-affinity term (`None`: not tracked).
     required_anti_affinity: Option<BTreeSet<TaskId>>,
+    /// Changes whenever `required_anti_affinity` does.
+    required_anti_affinity_version: u64,
+    /// Placed pods by label (key, value), built the first time a pod with required terms of
+    /// its own asks, then kept current.
+    by_label: OnceLock<HashMap<(String, String), BTreeSet<TaskId>>>,
     /// Placed pods whose terms can score other pods: required pod affinity, or preferred
     /// affinity or anti-affinity (`None`: not tracked). Required anti-affinity alone only
     /// filters.
@@ -40,6 +46,8 @@ impl PodView {
             hidden: HashSet::new(),
             hidden_per_node: vec![0; ssn.nodes().len()],
             required_anti_affinity: track_required_anti_affinity.then(BTreeSet::new),
+            required_anti_affinity_version: 0,
+            by_label: OnceLock::new(),
             pod_affinity: track_pod_affinity.then(BTreeSet::new),
         };
         if track_required_anti_affinity || track_pod_affinity {
@@ -56,8 +64,9 @@ impl PodView {
         let pod = ssn.task(task).spec.pod.as_ref();
         if let Some(set) = self.required_anti_affinity.as_mut()
             && has_required_anti_affinity(pod)
+            && set.insert(task)
         {
-            set.insert(task);
+            self.required_anti_affinity_version += 1;
         }
         if let Some(set) = self.pod_affinity.as_mut()
             && can_score_other_pods(pod)
@@ -66,8 +75,23 @@ impl PodView {
         }
     }
 
+    fn index_labels(&mut self, ssn: &SessionState, task: TaskId, add: bool) {
+        let Some(index) = self.by_label.get_mut() else {
+            return;
+        };
+        for (k, v) in ssn.task(task).spec.pod.metadata.labels.iter().flatten() {
+            let key = (k.clone(), v.clone());
+            if add {
+                index.entry(key).or_default().insert(task);
+            } else if let Some(set) = index.get_mut(&key) {
+                set.remove(&task);
+            }
+        }
+    }
+
     /// The task's pod joined its node (allocate, pipeline, or an eviction undone).
     pub fn added(&mut self, ssn: &SessionState, task: TaskId) {
+        self.index_labels(ssn, task, true);
         if self.hidden.remove(&task)
             && let Some(count) = ssn
                 .task(task)
@@ -81,6 +105,7 @@ impl PodView {
 
     /// The task's pod left its node (eviction, or an allocation/pipeline undone).
     pub fn removed(&mut self, ssn: &SessionState, task: TaskId) {
+        self.index_labels(ssn, task, false);
         if let Some(node) = ssn.task(task).node {
             let still_listed = ssn.node(node).tasks.iter().any(|&(t, _)| t == task);
             if still_listed
@@ -90,8 +115,10 @@ impl PodView {
                 *count += 1;
             }
         }
-        if let Some(set) = self.required_anti_affinity.as_mut() {
-            set.remove(&task);
+        if let Some(set) = self.required_anti_affinity.as_mut()
+            && set.remove(&task)
+        {
+            self.required_anti_affinity_version += 1;
         }
         if let Some(set) = self.pod_affinity.as_mut() {
             set.remove(&task);
@@ -153,9 +180,77 @@ impl PodView {
         }
     }
 
+    /// A number that changes whenever a pod with required anti-affinity joins or leaves the
+    /// placed pods.
+    pub fn required_anti_affinity_version(&self) -> u64 {
+        self.required_anti_affinity_version
+    }
+
     /// Whether a placed pod has terms that can score other pods (always, when not tracked).
     pub fn any_placed_can_score_others(&self) -> bool {
         self.pod_affinity.as_ref().is_none_or(|set| !set.is_empty())
+    }
+
+    /// The placed pods that can matter to the required terms of `pod`: those with required
+    /// anti-affinity (which may refuse it) and those that can match one of its own terms'
+    /// selectors, found through the label index. `None` when a selector cannot be narrowed
+    /// (no `matchLabels` and no `In` expression): then every placed pod can.
+    pub fn candidates_for_required_terms(
+        &self,
+        ssn: &SessionState,
+        pod: &Pod,
+    ) -> Option<BTreeSet<TaskId>> {
+        let index = self.by_label.get_or_init(|| {
+            let mut index: HashMap<(String, String), BTreeSet<TaskId>> = HashMap::new();
+            for node in ssn.nodes() {
+                for &(task, _) in &node.tasks {
+                    if !self.is_visible(task) {
+                        continue;
+                    }
+                    for (k, v) in ssn.task(task).spec.pod.metadata.labels.iter().flatten() {
+                        index
+                            .entry((k.clone(), v.clone()))
+                            .or_default()
+                            .insert(task);
+                    }
+                }
+            }
+            index
+        });
+        let mut out: BTreeSet<TaskId> = self.required_anti_affinity.clone()?;
+        let (affinity, anti) = pod_affinity_parts(pod);
+        let terms = affinity
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .into_iter()
+            .chain(anti.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }))
+            .flatten();
+        for term in terms {
+            for pair in narrowing_pairs(term)? {
+                out.extend(index.get(&pair).into_iter().flatten().copied());
+            }
+        }
+        Some(out)
+    }
+
+    /// The given placed pods, with their nodes.
+    pub fn placed_among<'a>(
+        &'a self,
+        ssn: &'a SessionState,
+        tasks: &'a BTreeSet<TaskId>,
+    ) -> impl Iterator<Item = PlacedPod<'a>> + 'a {
+        tasks.iter().filter_map(move |&task| {
+            let node = ssn.task(task).node?;
+            Some(PlacedPod {
+                pod: ssn.task(task).spec.pod.as_ref(),
+                node: ssn.node(node).spec.node.as_ref(),
+            })
+        })
     }
 
     /// Placed pods with a required anti-affinity term.
@@ -173,6 +268,27 @@ impl PodView {
     ) -> Box<dyn Iterator<Item = PlacedPod<'a>> + 'a> {
         self.placed_in(ssn, self.pod_affinity.as_ref())
     }
+}
+
+/// Label pairs one of which every pod the term's selector matches carries; `None` when the
+/// selector gives none (a pod without them could still match).
+fn narrowing_pairs(term: &PodAffinityTerm) -> Option<Vec<(String, String)>> {
+    let selector = term.label_selector.as_ref()?;
+    if let Some((k, v)) = selector.match_labels.iter().flatten().next() {
+        return Some(vec![(k.clone(), v.clone())]);
+    }
+    selector
+        .match_expressions
+        .iter()
+        .flatten()
+        .find(|e| e.operator == "In")
+        .map(|e| {
+            e.values
+                .iter()
+                .flatten()
+                .map(|v| (e.key.clone(), v.clone()))
+                .collect()
+        })
 }
 
 fn pod_affinity_parts(pod: &Pod) -> (Option<&PodAffinity>, Option<&PodAntiAffinity>) {

@@ -50,8 +50,7 @@ use crate::k8s::labels::PlacedPod;
 use crate::k8s::node_affinity::{PreferredNodeAffinity, RequiredNodeAffinity};
 use crate::k8s::pod_affinity::preferred_affinity_scores;
 use crate::k8s::pod_view::{
-    PodView, all_nodes, can_score_other_pods, has_preferred_pod_affinity_terms,
-    has_spread_constraint, namespace_labels,
+    PodView, all_nodes, has_preferred_pod_affinity_terms, has_spread_constraint, namespace_labels,
 };
 use crate::k8s::resources::{
     MAX_NODE_SCORE, balanced_allocation_score, least_allocated_score, most_allocated_score,
@@ -672,9 +671,12 @@ impl Plugin for NodeOrder {
                 }))
     }
 
-    /// Placed pods score others through their pod affinity terms.
-    fn placement_is_node_local(&self, ssn: &SessionState, task: TaskId) -> bool {
-        !can_score_other_pods(ssn.task(task).spec.pod.as_ref())
+    /// A placed pod scores other nodes only through pod affinity terms that can score others,
+    /// and while one such pod is placed no task is node-local here
+    /// ([`PodView::any_placed_can_score_others`]); its labels count only for pods with
+    /// preferred terms or `ScheduleAnyway` spread, which are not node-local either.
+    fn placement_is_node_local(&self, _ssn: &SessionState, _task: TaskId) -> bool {
+        true
     }
 
     fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {

@@ -39,7 +39,9 @@
 //! init containers are never refused. Device sharing (Volcano's device registry) belongs to the
 //! `deviceshare` plugin and is not handled here.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering as AtomicOrdering;
+use std::sync::{Mutex, PoisonError};
 
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, PreBindWrites, SessionState};
@@ -53,8 +55,7 @@ use crate::k8s::node_affinity::{
 };
 use crate::k8s::pod_affinity::AffinityFilterState;
 use crate::k8s::pod_view::{
-    PodView, all_nodes, has_pod_affinity_section, has_required_pod_affinity_terms,
-    has_spread_constraint, namespace_labels,
+    PodView, all_nodes, has_required_pod_affinity_terms, has_spread_constraint, namespace_labels,
 };
 use crate::k8s::ports::{HostPort, PORTS_CONFLICT, pod_host_ports, ports_conflict};
 use crate::k8s::taints::{find_untolerated_taint, untolerated_taint_reason};
@@ -313,7 +314,12 @@ pub struct Predicates {
     cache: Option<EquivalenceCache>,
     /// Volume bindings assumed for the tasks placed so far.
     assumed_volumes: volumes::VolumeAssumptions,
+    /// (namespace, labels) no placed pod's required anti-affinity matched, with the
+    /// [`PodView::required_anti_affinity_version`] that was true at.
+    anti_affinity_misses: Mutex<HashMap<AntiAffinityKey, u64>>,
 }
+
+type AntiAffinityKey = (Option<String>, Option<BTreeMap<String, String>>);
 
 /// Builds the plugin from its arguments.
 pub fn new(args: &Arguments) -> Box<dyn Plugin> {
@@ -346,6 +352,7 @@ impl Predicates {
             current: None,
             cache: None,
             assumed_volumes: volumes::VolumeAssumptions::default(),
+            anti_affinity_misses: Mutex::new(HashMap::new()),
         }
     }
 
@@ -377,6 +384,26 @@ impl Predicates {
         };
         let ns = |name: &str| namespace_labels(ssn, name);
         state.update(ssn.task(current).spec.pod.as_ref(), placed, delta, &ns);
+    }
+
+    /// Whether no placed pod's required anti-affinity matched a pod of this namespace and
+    /// these labels since the last change to those pods: the answer depends on nothing else,
+    /// and pods of one job share it, so it is worked out once per job rather than per task.
+    fn anti_affinity_misses(&self, pod: &Pod) -> bool {
+        let key = (pod.metadata.namespace.clone(), pod.metadata.labels.clone());
+        self.anti_affinity_misses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            == Some(&self.view.required_anti_affinity_version())
+    }
+
+    fn remember_anti_affinity_miss(&self, pod: &Pod) {
+        let key = (pod.metadata.namespace.clone(), pod.metadata.labels.clone());
+        self.anti_affinity_misses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, self.view.required_anti_affinity_version());
     }
 
     /// The task's skip set so far (empty before its first PrePredicate).
@@ -420,13 +447,28 @@ impl Predicates {
             // Without terms of its own the pod can only be refused by existing pods' required
             // anti-affinity, so only those pods need a look.
             let state = if has_required_pod_affinity_terms(pod) {
-                AffinityFilterState::compute(pod, self.view.placed(ssn), &ns)
+                // Only placed pods its terms can match, or whose anti-affinity can refuse it,
+                // count: the label index finds them without a pass over every placed pod.
+                match self.view.candidates_for_required_terms(ssn, pod) {
+                    Some(candidates) => AffinityFilterState::compute(
+                        pod,
+                        self.view.placed_among(ssn, &candidates),
+                        &ns,
+                    ),
+                    None => AffinityFilterState::compute(pod, self.view.placed(ssn), &ns),
+                }
+            } else if self.anti_affinity_misses(pod) {
+                None
             } else {
-                AffinityFilterState::compute(
+                let state = AffinityFilterState::compute(
                     pod,
                     self.view.placed_with_required_anti_affinity(ssn),
                     &ns,
-                )
+                );
+                if state.is_none() {
+                    self.remember_anti_affinity_miss(pod);
+                }
+                state
             };
             match state {
                 Some(s) => f.pod_affinity = Some(s),
@@ -779,11 +821,13 @@ impl Plugin for Predicates {
             })
     }
 
-    /// A placed pod reaches other nodes through its pod affinity terms (its topology domain)
-    /// and its claims.
+    /// A placed pod's required anti-affinity reaches its whole topology domain, but only for
+    /// pods it matches, and for those InterPodAffinity is in play at their next PrePredicate,
+    /// which makes them not node-local; its labels count only for pods with inter-pod terms or
+    /// spread constraints of their own, which are not node-local either. Its claims are
+    /// treated as reaching further (other pods may share them).
     fn placement_is_node_local(&self, ssn: &SessionState, task: TaskId) -> bool {
-        let pod = ssn.task(task).spec.pod.as_ref();
-        !has_pod_affinity_section(pod) && !uses_claims(pod)
+        !uses_claims(ssn.task(task).spec.pod.as_ref())
     }
 
     fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {

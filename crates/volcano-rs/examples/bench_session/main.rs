@@ -1,11 +1,18 @@
 //! Times one scheduling session of the default configuration on a synthetic cluster.
 //!
-//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100`
+//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100 [--workload mixed] [--search-memo off]`
+//!
+//! Two workloads: `uniform` (gangs of equal size, every pod 1 cpu / 2 GiB, one queue) and
+//! `mixed` ([`mixed`]: jobs of many sizes and shapes in several queues, some with node
+//! affinity, pod anti-affinity or topology spread, some nodes tainted).
 //!
 //! Prints one JSON line: build time (not part of the session), session open / actions / close
 //! times, pods bound, pods placed per second, and the process's peak resident memory (read
-//! from /proc/self/status; run each size in its own process to compare peaks). `make bench`
-//! runs the standard sizes; `RAYON_NUM_THREADS=1` gives the one-core figure.
+//! from /proc/self/status; run each size in its own process to compare peaks), also per object
+//! (node or pod). `make bench` runs the standard sizes; `RAYON_NUM_THREADS=1` gives the
+//! one-core figure.
+
+mod mixed;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +32,8 @@ struct Args {
     nodes: usize,
     pods: usize,
     jobs: usize,
+    mixed: bool,
+    search_memo: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -32,10 +41,25 @@ fn parse_args() -> Result<Args, String> {
         nodes: 1000,
         pods: 10_000,
         jobs: 100,
+        mixed: false,
+        search_memo: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match (flag.as_str(), value.as_str()) {
+            ("--workload", "uniform") => args.mixed = false,
+            ("--workload", "mixed") => args.mixed = true,
+            ("--search-memo", "on") => args.search_memo = true,
+            ("--search-memo", "off") => args.search_memo = false,
+            ("--workload" | "--search-memo", other) => {
+                return Err(format!("{flag}: unknown value {other}"));
+            }
+            _ => {}
+        }
+        if flag == "--workload" || flag == "--search-memo" {
+            continue;
+        }
         let n: usize = value
             .parse()
             .map_err(|_| format!("{flag}: not a number: {value}"))?;
@@ -66,6 +90,9 @@ fn meta(name: String, namespace: Option<&str>) -> ObjectMeta {
 }
 
 fn build_cluster(args: &Args) -> ClusterState {
+    if args.mixed {
+        return mixed::build(args.nodes, args.pods);
+    }
     let mut state = ClusterState::new(StateOptions::default());
     let mut queue = Queue {
         metadata: meta("default".into(), None),
@@ -179,14 +206,11 @@ fn main() {
     let start = Instant::now();
     let snapshot = state.snapshot();
     let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
-    let mut ssn = Session::open(
-        &snapshot,
-        conf,
-        &registry,
-        SessionOptions::default(),
-        now,
-        "bench".into(),
-    );
+    let options = SessionOptions {
+        search_memo: args.search_memo,
+        ..SessionOptions::default()
+    };
+    let mut ssn = Session::open(&snapshot, conf, &registry, options, now, "bench".into());
     let opened = start.elapsed();
     engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
     let acted = start.elapsed();
@@ -195,11 +219,19 @@ fn main() {
 
     let bound = decisions.binds.len();
     let secs = total.as_secs_f64();
+    let peak_kib = peak_rss_kib().unwrap_or(0);
+    let objects = (args.nodes + args.pods).max(1);
     println!(
-        "{{\"nodes\": {}, \"pods\": {}, \"jobs\": {}, \"threads\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.1}, \"actions_ms\": {:.1}, \"close_ms\": {:.1}, \"session_ms\": {:.1}, \"bound\": {}, \"pods_per_sec\": {:.0}, \"rss_before_session_mib\": {:.1}, \"peak_rss_mib\": {:.1}}}",
+        "{{\"workload\": \"{}\", \"search_memo\": {}, \"nodes\": {}, \"pods\": {}, \"jobs\": {}, \"threads\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.1}, \"actions_ms\": {:.1}, \"close_ms\": {:.1}, \"session_ms\": {:.1}, \"bound\": {}, \"pods_per_sec\": {:.0}, \"rss_before_session_mib\": {:.1}, \"peak_rss_mib\": {:.1}, \"peak_rss_per_object_kib\": {:.2}}}",
+        if args.mixed { "mixed" } else { "uniform" },
+        args.search_memo,
         args.nodes,
         args.pods,
-        args.jobs,
+        if args.mixed {
+            mixed::job_count(args.pods)
+        } else {
+            args.jobs
+        },
         rayon::current_num_threads(),
         build.as_secs_f64() * 1e3,
         opened.as_secs_f64() * 1e3,
@@ -209,6 +241,7 @@ fn main() {
         bound,
         if secs > 0.0 { bound as f64 / secs } else { 0.0 },
         rss_before.unwrap_or(0) as f64 / 1024.0,
-        peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+        peak_kib as f64 / 1024.0,
+        peak_kib as f64 / objects as f64,
     );
 }
