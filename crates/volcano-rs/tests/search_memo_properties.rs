@@ -147,6 +147,19 @@ fn node(i: usize, n: &NodeGen) -> Value {
     })
 }
 
+/// A selector of the pods labelled `app: a<app>`, written in one of the forms the label index
+/// narrows by (`matchLabels`, `In`) or in one it cannot (`Exists` plus `In`, read as a whole).
+fn selector(app: usize) -> Value {
+    match app {
+        0 => json!({"matchLabels": {"app": "a0"}}),
+        1 => {
+            json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["a1", "a9"]}]})
+        }
+        _ => json!({"matchExpressions": [{"key": "app", "operator": "Exists"},
+            {"key": "app", "operator": "NotIn", "values": ["a0", "a1"]}]}),
+    }
+}
+
 fn affinity(j: &JobGen) -> Value {
     let mut affinity = json!({});
     if let Some(z) = j.preferred_zone {
@@ -154,7 +167,7 @@ fn affinity(j: &JobGen) -> Value {
             "weight": 10, "preference": {"matchExpressions": [{
                 "key": "topology.kubernetes.io/zone", "operator": "In", "values": [format!("z{z}")]}]}}]});
     }
-    let own = json!({"matchLabels": {"app": format!("a{}", j.app)}});
+    let own = selector(j.app);
     if j.anti_affinity {
         affinity["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [{
             "labelSelector": own, "topologyKey": "kubernetes.io/hostname"}]});
@@ -203,7 +216,7 @@ fn pod_spec(j: &JobGen, index: usize, node: Option<String>) -> Value {
         spec["topologySpreadConstraints"] = json!([{
             "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
             "whenUnsatisfiable": if j.spread == 1 { "DoNotSchedule" } else { "ScheduleAnyway" },
-            "labelSelector": {"matchLabels": {"app": format!("a{}", j.app)}}}]);
+            "labelSelector": selector(j.app)}]);
     }
     if let Some(node) = node {
         spec["nodeName"] = json!(node);

@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use engine::framework::SessionState;
 use engine::model::{NodeId, TaskId};
-use k8s_openapi::api::core::v1::{Node, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity};
+use k8s_openapi::api::core::v1::{Node, Pod, PodAffinity, PodAntiAffinity};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::labels::PlacedPod;
 
@@ -200,6 +201,31 @@ impl PodView {
         ssn: &SessionState,
         pod: &Pod,
     ) -> Option<BTreeSet<TaskId>> {
+        let mut out: BTreeSet<TaskId> = self.required_anti_affinity.clone()?;
+        let (affinity, anti) = pod_affinity_parts(pod);
+        let terms = affinity
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .into_iter()
+            .chain(anti.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }))
+            .flatten();
+        out.extend(self.matching_any(ssn, terms.map(|t| t.label_selector.as_ref()))?);
+        Some(out)
+    }
+
+    /// The placed pods that can match one of the selectors, found through the label index;
+    /// `None` when a selector cannot be narrowed (no `matchLabels` and no `In` expression, or
+    /// no selector): then every placed pod can.
+    pub fn matching_any<'s>(
+        &self,
+        ssn: &SessionState,
+        selectors: impl Iterator<Item = Option<&'s LabelSelector>>,
+    ) -> Option<BTreeSet<TaskId>> {
         let index = self.by_label.get_or_init(|| {
             let mut index: HashMap<(String, String), BTreeSet<TaskId>> = HashMap::new();
             for node in ssn.nodes() {
@@ -217,21 +243,9 @@ impl PodView {
             }
             index
         });
-        let mut out: BTreeSet<TaskId> = self.required_anti_affinity.clone()?;
-        let (affinity, anti) = pod_affinity_parts(pod);
-        let terms = affinity
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .into_iter()
-            .chain(anti.and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            }))
-            .flatten();
-        for term in terms {
-            for pair in narrowing_pairs(term)? {
+        let mut out = BTreeSet::new();
+        for selector in selectors {
+            for pair in narrowing_pairs(selector?)? {
                 out.extend(index.get(&pair).into_iter().flatten().copied());
             }
         }
@@ -270,10 +284,9 @@ impl PodView {
     }
 }
 
-/// Label pairs one of which every pod the term's selector matches carries; `None` when the
-/// selector gives none (a pod without them could still match).
-fn narrowing_pairs(term: &PodAffinityTerm) -> Option<Vec<(String, String)>> {
-    let selector = term.label_selector.as_ref()?;
+/// Label pairs one of which every pod the selector matches carries; `None` when the selector
+/// gives none (a pod without them could still match).
+fn narrowing_pairs(selector: &LabelSelector) -> Option<Vec<(String, String)>> {
     if let Some((k, v)) = selector.match_labels.iter().flatten().next() {
         return Some(vec![(k.clone(), v.clone())]);
     }

@@ -483,10 +483,26 @@ impl Predicates {
             if has_spread_constraint(pod, DO_NOT_SCHEDULE) {
                 let nodes = all_nodes(ssn);
                 let required = RequiredNodeAffinity::from_pod(pod);
-                f.topology_spread =
-                    SpreadFilterState::compute(pod, self.view.placed(ssn), &nodes, &|n| {
-                        required.matches(n)
-                    });
+                let eligible = |n: &Node| required.matches(n);
+                // Only placed pods a constraint's selector can match are counted: the label
+                // index finds them without a pass over every placed pod.
+                let selectors = pod
+                    .spec
+                    .iter()
+                    .flat_map(|s| s.topology_spread_constraints.iter().flatten())
+                    .filter(|c| c.when_unsatisfiable == DO_NOT_SCHEDULE)
+                    .map(|c| c.label_selector.as_ref());
+                f.topology_spread = match self.view.matching_any(ssn, selectors) {
+                    Some(candidates) => SpreadFilterState::compute(
+                        pod,
+                        self.view.placed_among(ssn, &candidates),
+                        &nodes,
+                        &eligible,
+                    ),
+                    None => {
+                        SpreadFilterState::compute(pod, self.view.placed(ssn), &nodes, &eligible)
+                    }
+                };
             }
             if f.topology_spread.is_none() {
                 skip.insert(Filter::PodTopologySpread);
