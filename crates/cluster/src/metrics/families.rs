@@ -240,6 +240,13 @@ pub(super) const FAMILIES: &[Family] = &[
         "Binding calls that failed",
     ),
     family(
+        "sessions_total",
+        IntCounterVec,
+        &["outcome"],
+        "Scheduling sessions, by outcome: decided (it bound, pipelined or evicted a pod) or \
+         empty (it decided nothing)",
+    ),
+    family(
         "pods_evicted_total",
         IntCounterVec,
         &["action"],

@@ -11,7 +11,8 @@
 //!   every pod attempt counts once by its outcome: `scheduled` when its binding succeeds,
 //!   `unschedulable` when a session leaves it pending, `error` when its binding fails or the
 //!   session itself fails. The three series exist from start-up, at 0.
-//! * Our own series: `volcano_pods_bound_total`, `volcano_bind_errors_total`,
+//! * Our own series: `volcano_pods_bound_total`, `volcano_sessions_total{outcome}`,
+//!   `volcano_bind_errors_total`,
 //!   `volcano_pods_evicted_total{action}`, `volcano_config_reloads_total{result}`,
 //!   `volcano_config_skipped_plugins{plugin}`, `volcano_invariant_violations_total{kind}`,
 //!   `volcano_api_writes_total{write}`, `volcano_api_writes_fenced_total{write}` and
@@ -30,6 +31,11 @@ use prometheus::{
     GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry,
     TEXT_FORMAT, TextEncoder,
 };
+
+/// `volcano_sessions_total{outcome}`: a session that bound, pipelined or evicted a pod.
+const SESSION_DECIDED: &str = "decided";
+/// `volcano_sessions_total{outcome}`: a session that decided nothing.
+const SESSION_EMPTY: &str = "empty";
 
 /// Prometheus subsystem of every Volcano metric: names read `volcano_<name>`.
 pub const SUBSYSTEM: &str = "volcano";
@@ -241,6 +247,7 @@ pub struct Metrics {
 
     // ours
     pods_bound: IntCounter,
+    sessions: IntCounterVec,
     bind_errors: IntCounter,
     pods_evicted: IntCounterVec,
     config_reloads: IntCounterVec,
@@ -330,6 +337,13 @@ impl Metrics {
             job_retry_counts: f.int_counter_vec("job_retry_counts"),
 
             pods_bound: f.int_counter("pods_bound_total"),
+            sessions: {
+                let sessions = f.int_counter_vec("sessions_total");
+                for outcome in [SESSION_DECIDED, SESSION_EMPTY] {
+                    sessions.with_label_values(&[outcome]);
+                }
+                sessions
+            },
             bind_errors: f.int_counter("bind_errors_total"),
             pods_evicted: f.int_counter_vec("pods_evicted_total"),
             config_reloads,
@@ -384,6 +398,14 @@ impl Metrics {
     /// unschedulable job count (when gang ran), and one `unschedulable` attempt per task left
     /// pending.
     pub fn record_decisions(&self, d: &Decisions) {
+        let decided = !d.binds.is_empty() || !d.pipelined.is_empty() || !d.evictions.is_empty();
+        self.sessions
+            .with_label_values(&[if decided {
+                SESSION_DECIDED
+            } else {
+                SESSION_EMPTY
+            }])
+            .inc();
         for (queue, m) in &d.queue_metrics {
             self.record_queue(queue, m);
         }

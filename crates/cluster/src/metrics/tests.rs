@@ -339,6 +339,7 @@ const FAMILIES: &[(&str, &str, &[&str])] = &[
     ("volcano_job_share", "gauge", &["job_ns", "job_id"]),
     ("volcano_job_retry_counts", "counter", &["job_id"]),
     ("volcano_pods_bound_total", "counter", &[]),
+    ("volcano_sessions_total", "counter", &["outcome"]),
     ("volcano_bind_errors_total", "counter", &[]),
     ("volcano_pods_evicted_total", "counter", &["action"]),
     ("volcano_config_reloads_total", "counter", &["result"]),
@@ -857,5 +858,35 @@ fn config_reload_results() {
             &[("result", "failure")]
         ),
         2.0
+    );
+}
+
+#[test]
+fn sessions_count_as_decided_or_empty() {
+    let m = Metrics::new();
+    let all = samples(&m.encode_text());
+    assert_eq!(
+        value(&all, "volcano_sessions_total", &[("outcome", "empty")]),
+        0.0
+    );
+    m.record_decisions(&Decisions::default());
+    m.record_decisions(&Decisions::default());
+    let mut decided = Decisions::default();
+    decided.binds.push(engine::framework::decisions::Bind {
+        pod: "ns/p".into(),
+        pod_uid: "u".into(),
+        node: "n".into(),
+        volumes: Vec::new(),
+        volume_bind_timeout: std::time::Duration::ZERO,
+    });
+    m.record_decisions(&decided);
+    let all = samples(&m.encode_text());
+    assert_eq!(
+        value(&all, "volcano_sessions_total", &[("outcome", "empty")]),
+        2.0
+    );
+    assert_eq!(
+        value(&all, "volcano_sessions_total", &[("outcome", "decided")]),
+        1.0
     );
 }
