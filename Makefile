@@ -49,6 +49,19 @@ bench:
 	$(CARGO) build --release -p volcano-rs --example bench_session
 	./scripts/bench.sh
 
+## End to end on a local control plane brought up and down for the run: the API server's raw
+## bind ceiling, a backlog of gangs, one large gang, a steady stream; docs/benchmarks.md.
+.PHONY: bench-e2e
+bench-e2e:
+	$(CARGO) build --release -p volcano-rs -p volcano-rs-e2e
+	VOLCANO_RS_BIN=$(E2E_TARGET)/release/volcano-rs \
+	VOLCANO_E2E_ETCD_PORT=24090 VOLCANO_E2E_ETCD_PEER_PORT=24100 \
+	VOLCANO_E2E_APISERVER_PORT=16743 VOLCANO_E2E_KWOK_PORT=16747 \
+	VOLCANO_E2E_RUN_DIR=$${XDG_CACHE_HOME:-$$HOME/.cache}/volcano-rs/run-bench \
+	VOLCANO_E2E_ETCD_DATA=/dev/shm/volcano-rs-etcd-$$(id -u)-bench \
+	E2E_LOG_DIR=$(E2E_TARGET)/e2e-logs/bench \
+	./e2e/with-cluster.sh $(E2E_TARGET)/release/volcano-rs-bench-e2e
+
 clean:
 	$(CARGO) clean
 

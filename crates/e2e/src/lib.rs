@@ -2,8 +2,10 @@
 //!
 //! [`harness`] gives each test its namespace, KWOK nodes, Queues, pods and a daemon of its own;
 //! [`tests`] holds the tests; the runner (`src/main.rs`, binary `volcano-rs-e2e`) lists them in
-//! `TESTS` and runs them in parallel with a timeout each.
+//! `TESTS` and runs them in parallel with a timeout each. [`bench`] is the end-to-end
+//! benchmark (binary `volcano-rs-bench-e2e`, `make bench-e2e`).
 
+pub mod bench;
 pub mod harness;
 pub mod tests;
 

@@ -21,7 +21,6 @@
 //! `<target>/debug/volcano-rs`), `CARGO_TARGET_DIR`, `E2E_LOG_DIR` (default
 //! `<target>/e2e-logs`), `E2E_TIMEOUT`, `E2E_PARALLEL`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -109,7 +108,7 @@ async fn run() -> anyhow::Result<bool> {
     }
     let timeout = Duration::from_secs(env_number("E2E_TIMEOUT", 180)?);
     let parallel = env_number("E2E_PARALLEL", 1)?.max(1) as usize;
-    let env = environment().await?;
+    let env = harness::environment().await?;
     let leftovers = harness::kill_leftover_daemons(&env.log_dir, &env.kubeconfig);
     if leftovers > 0 {
         eprintln!("killed {leftovers} daemon(s) left over from an earlier run");
@@ -246,48 +245,4 @@ fn env_number(name: &str, default: u64) -> anyhow::Result<u64> {
             .with_context(|| format!("{name}={v:?} is not a whole number")),
         Err(_) => Ok(default),
     }
-}
-
-/// Client, daemon binary and log directory.
-async fn environment() -> anyhow::Result<Env> {
-    let kubeconfig = PathBuf::from(
-        std::env::var_os("KUBECONFIG")
-            .context("KUBECONFIG is not set (make cluster-up; source e2e/env.sh)")?,
-    );
-    let config = kube::config::Kubeconfig::read_from(&kubeconfig)
-        .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
-            .await
-            .with_context(|| format!("kubeconfig {}", kubeconfig.display()))?;
-    let client = kube::Client::try_from(config).context("building the API client")?;
-    client
-        .apiserver_version()
-        .await
-        .context("the API server does not answer (is the cluster up? make cluster-up)")?;
-
-    // This crate sits at <workspace>/crates/e2e.
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"));
-    let daemon_bin = std::env::var_os("VOLCANO_RS_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| target.join("debug/volcano-rs"));
-    if !daemon_bin.is_file() {
-        bail!(
-            "daemon binary {} not found (cargo build -p volcano-rs, or set VOLCANO_RS_BIN)",
-            daemon_bin.display()
-        );
-    }
-    let log_dir = std::env::var_os("E2E_LOG_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| target.join("e2e-logs"));
-    std::fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
-    Ok(Env {
-        client,
-        kubeconfig: kubeconfig.canonicalize().unwrap_or(kubeconfig),
-        daemon_bin: daemon_bin.canonicalize().unwrap_or(daemon_bin),
-        log_dir: log_dir.canonicalize().unwrap_or(log_dir),
-    })
 }

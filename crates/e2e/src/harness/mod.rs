@@ -65,6 +65,51 @@ pub struct Env {
     pub log_dir: PathBuf,
 }
 
+/// The environment from `KUBECONFIG`, `VOLCANO_RS_BIN`, `CARGO_TARGET_DIR` and `E2E_LOG_DIR`;
+/// fails when the API server does not answer or the daemon binary is missing.
+pub async fn environment() -> anyhow::Result<Env> {
+    let kubeconfig = PathBuf::from(
+        std::env::var_os("KUBECONFIG")
+            .context("KUBECONFIG is not set (make cluster-up; source e2e/env.sh)")?,
+    );
+    let config = kube::config::Kubeconfig::read_from(&kubeconfig)
+        .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
+    let config =
+        kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
+            .await
+            .with_context(|| format!("kubeconfig {}", kubeconfig.display()))?;
+    let client = kube::Client::try_from(config).context("building the API client")?;
+    client
+        .apiserver_version()
+        .await
+        .context("the API server does not answer (is the cluster up? make cluster-up)")?;
+
+    // This crate sits at <workspace>/crates/e2e.
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let daemon_bin = std::env::var_os("VOLCANO_RS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target.join("debug/volcano-rs"));
+    if !daemon_bin.is_file() {
+        bail!(
+            "daemon binary {} not found (cargo build -p volcano-rs, or set VOLCANO_RS_BIN)",
+            daemon_bin.display()
+        );
+    }
+    let log_dir = std::env::var_os("E2E_LOG_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target.join("e2e-logs"));
+    std::fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
+    Ok(Env {
+        client,
+        kubeconfig: kubeconfig.canonicalize().unwrap_or(kubeconfig),
+        daemon_bin: daemon_bin.canonicalize().unwrap_or(daemon_bin),
+        log_dir: log_dir.canonicalize().unwrap_or(log_dir),
+    })
+}
+
 /// Names of the tests that created a [`TestCtx`] in this process, so that the runner can clean
 /// up after a test that named itself differently from its entry in `TESTS`.
 static STARTED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());

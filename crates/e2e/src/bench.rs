@@ -1,0 +1,541 @@
+//! `make bench-e2e`: the daemon on the local control plane, measured against the API server's
+//! own limit (docs/benchmarks.md, "End to end").
+//!
+//! On 500 KWOK nodes of 32 cpu, with the daemon run as Volcano's chart runs its scheduler (1 s
+//! period, client QPS and burst 2,000):
+//!
+//! 1. **ceiling**: pods of no scheduler bound by a bare client, 32 binding POSTs at a time: the
+//!    most binds per second this API server takes;
+//! 2. **backlog**: 10 gangs of 500 pods, all created before the daemon starts; pods bound per
+//!    second from the daemon's start to the last bind, and that against the ceiling;
+//! 3. **gang**: one gang of 5,000 pods, likewise;
+//! 4. **steady**: a single-pod job every 1/rate seconds for a while, with the daemon running:
+//!    create → bind latency (the create call's return to the watch seeing `nodeName`).
+//!
+//! For each phase with the daemon: its CPU seconds (`/proc/<pid>/stat`), its peak RSS (VmHWM,
+//! reset at the phase's start through `clear_refs`) and its sessions that decided something or
+//! nothing (`volcano_sessions_total`). Prints a table and one JSON document.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
+
+use crate::harness::{Daemon, Env, TestCtx};
+
+/// What a run measures; sizes from the environment (see [`Sizes::from_env`]).
+#[derive(Clone, Debug)]
+pub struct Sizes {
+    pub nodes: usize,
+    pub gangs: usize,
+    pub gang_size: usize,
+    pub big_gang: usize,
+    pub concurrency: usize,
+    pub steady_rate: f64,
+    pub steady_seconds: u64,
+}
+
+impl Sizes {
+    /// `BENCH_NODES` (500), `BENCH_GANGS` (10), `BENCH_GANG_SIZE` (500), `BENCH_BIG_GANG`
+    /// (5000), `BENCH_CONCURRENCY` (32), `BENCH_STEADY_RATE` (20 per second),
+    /// `BENCH_STEADY_SECONDS` (60).
+    pub fn from_env() -> anyhow::Result<Sizes> {
+        fn var<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
+            match std::env::var(name) {
+                Ok(v) => v
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("{name}={v:?} is not a number")),
+                Err(_) => Ok(default),
+            }
+        }
+        Ok(Sizes {
+            nodes: var("BENCH_NODES", 500)?,
+            gangs: var("BENCH_GANGS", 10)?,
+            gang_size: var("BENCH_GANG_SIZE", 500)?,
+            big_gang: var("BENCH_BIG_GANG", 5000)?,
+            concurrency: var("BENCH_CONCURRENCY", 32)?,
+            steady_rate: var("BENCH_STEADY_RATE", 20.0)?,
+            steady_seconds: var("BENCH_STEADY_SECONDS", 60)?,
+        })
+    }
+}
+
+/// The figures of one phase.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Phase {
+    pub name: String,
+    pub pods: usize,
+    pub seconds: f64,
+    pub pods_per_sec: f64,
+    pub ratio_to_ceiling: Option<f64>,
+    pub latency_ms_p50: Option<f64>,
+    pub latency_ms_p90: Option<f64>,
+    pub latency_ms_p99: Option<f64>,
+    pub cpu_seconds: Option<f64>,
+    pub peak_rss_mib: Option<f64>,
+    pub sessions_decided: Option<f64>,
+    pub sessions_empty: Option<f64>,
+}
+
+/// When each pod was first seen bound, by name.
+type BindTimes = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// Watches the namespace's pods and records when each is first seen with a node.
+fn watch_binds(ctx: &TestCtx) -> (BindTimes, tokio::task::JoinHandle<()>) {
+    let times: BindTimes = Arc::default();
+    let api = ctx.pods_api();
+    let sink = times.clone();
+    let task = tokio::spawn(async move {
+        let stream = watcher(api, watcher::Config::default()).applied_objects();
+        futures::pin_mut!(stream);
+        while let Ok(Some(pod)) = stream.try_next().await {
+            let bound = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_some();
+            if let (true, Some(name)) = (bound, pod.metadata.name) {
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(name)
+                    .or_insert_with(Instant::now);
+            }
+        }
+    });
+    (times, task)
+}
+
+fn bound_count(times: &BindTimes, prefix: &str) -> (usize, Option<Instant>) {
+    let times = times.lock().unwrap_or_else(PoisonError::into_inner);
+    let mine = times.iter().filter(|(n, _)| n.starts_with(prefix));
+    let mut count = 0;
+    let mut last = None;
+    for (_, &t) in mine {
+        count += 1;
+        last = Some(last.map_or(t, |l: Instant| l.max(t)));
+    }
+    (count, last)
+}
+
+/// The daemon's CPU seconds so far (user + system), from `/proc/<pid>/stat`.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY-free: the clock tick is 100 Hz on Linux x86-64 and arm64 (USER_HZ).
+    Some(ticks / 100.0)
+}
+
+fn peak_rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Resets the peak RSS the kernel keeps for the process.
+fn reset_peak_rss(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
+
+async fn sessions(daemon: &Daemon) -> (f64, f64) {
+    let text = daemon.metrics().await.unwrap_or_default();
+    let get = |outcome| {
+        Daemon::metric_value(&text, "volcano_sessions_total", &[("outcome", outcome)])
+            .unwrap_or(0.0)
+    };
+    (get("decided"), get("empty"))
+}
+
+/// The daemon's figures over a phase.
+struct Meter {
+    pid: u32,
+    cpu: Option<f64>,
+    sessions: (f64, f64),
+}
+
+impl Meter {
+    async fn start(daemon: &Daemon) -> Meter {
+        reset_peak_rss(daemon.pid());
+        Meter {
+            pid: daemon.pid(),
+            cpu: cpu_seconds(daemon.pid()),
+            sessions: sessions(daemon).await,
+        }
+    }
+
+    async fn finish(&self, daemon: &Daemon, phase: &mut Phase) {
+        phase.cpu_seconds = cpu_seconds(self.pid).zip(self.cpu).map(|(b, a)| b - a);
+        phase.peak_rss_mib = peak_rss_mib(self.pid);
+        let (decided, empty) = sessions(daemon).await;
+        phase.sessions_decided = Some(decided - self.sessions.0);
+        phase.sessions_empty = Some(empty - self.sessions.1);
+    }
+}
+
+/// Runs `n` futures made by `make`, `concurrency` at a time; fails on the first error.
+async fn concurrently<F, Fut>(n: usize, concurrency: usize, make: F) -> anyhow::Result<()>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    futures::stream::iter((0..n).map(make))
+        .buffer_unordered(concurrency.max(1))
+        .try_collect::<Vec<()>>()
+        .await
+        .map(|_| ())
+}
+
+fn pod(ctx: &TestCtx, name: &str, group: Option<&str>, scheduler: &str) -> Pod {
+    let mut b = ctx
+        .pod(name)
+        .cpu("1")
+        .memory("1Gi")
+        .scheduler_name(scheduler);
+    if let Some(g) = group {
+        b = b.group(g);
+    }
+    b.build()
+}
+
+async fn create_pods(
+    ctx: &TestCtx,
+    prefix: &str,
+    count: usize,
+    group: impl Fn(usize) -> Option<String>,
+    scheduler: &str,
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    concurrently(count, concurrency, |i| {
+        let p = pod(
+            ctx,
+            &format!("{prefix}-{i}"),
+            group(i).as_deref(),
+            scheduler,
+        );
+        async move { ctx.create_pod(p).await.map(|_| ()) }
+    })
+    .await
+}
+
+async fn delete_all_pods(ctx: &TestCtx) -> anyhow::Result<()> {
+    let api = ctx.pods_api();
+    api.delete_collection(
+        &DeleteParams::default().grace_period(0),
+        &ListParams::default(),
+    )
+    .await
+    .context("deleting the pods")?;
+    ctx.wait_for("every pod gone", Duration::from_secs(300), || async {
+        let items = api.list(&ListParams::default()).await.ok()?.items;
+        items.is_empty().then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+/// The raw bind ceiling: `n` pods of no scheduler, bound by a bare client.
+async fn ceiling(
+    ctx: &TestCtx,
+    nodes: &[String],
+    n: usize,
+    concurrency: usize,
+) -> anyhow::Result<Phase> {
+    create_pods(ctx, "ceil", n, |_| None, "nobody", concurrency).await?;
+    let api = ctx.pods_api();
+    let start = Instant::now();
+    concurrently(n, concurrency, |i| {
+        let api = api.clone();
+        let binding = Binding {
+            metadata: ObjectMeta {
+                name: Some(format!("ceil-{i}")),
+                namespace: Some(ctx.ns.clone()),
+                ..Default::default()
+            },
+            target: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(nodes[i % nodes.len()].clone()),
+                ..Default::default()
+            },
+        };
+        async move {
+            let _: serde_json::Value = api
+                .create_subresource(
+                    "binding",
+                    &format!("ceil-{i}"),
+                    &PostParams::default(),
+                    &binding,
+                )
+                .await
+                .context("binding")?;
+            Ok(())
+        }
+    })
+    .await?;
+    let seconds = start.elapsed().as_secs_f64();
+    delete_all_pods(ctx).await?;
+    Ok(Phase {
+        name: "ceiling".into(),
+        pods: n,
+        seconds,
+        pods_per_sec: n as f64 / seconds,
+        ..Phase::default()
+    })
+}
+
+/// The daemon with Volcano's chart settings.
+async fn start_daemon(ctx: &TestCtx) -> anyhow::Result<Daemon> {
+    ctx.daemon_logging(
+        "warn",
+        &[
+            "--schedule-period=1s",
+            "--kube-api-qps=2000",
+            "--kube-api-burst=2000",
+        ],
+    )
+    .await
+}
+
+/// `groups` gangs of `size` created first, then the daemon started; until the last bind.
+async fn backlog(
+    ctx: &TestCtx,
+    name: &str,
+    queue: &str,
+    groups: usize,
+    size: usize,
+    sizes: &Sizes,
+    times: &BindTimes,
+) -> anyhow::Result<Phase> {
+    for g in 0..groups {
+        ctx.pod_group(&format!("{name}-{g}"), size as i32, queue)
+            .await?;
+    }
+    let scheduler = ctx.scheduler.clone();
+    create_pods(
+        ctx,
+        name,
+        groups * size,
+        |i| Some(format!("{name}-{}", i / size)),
+        &scheduler,
+        sizes.concurrency,
+    )
+    .await?;
+    let start = Instant::now();
+    let mut daemon = start_daemon(ctx).await?;
+    let meter = Meter::start(&daemon).await;
+    let total = groups * size;
+    let deadline = start + Duration::from_secs(600);
+    loop {
+        let (bound, _) = bound_count(times, &format!("{name}-"));
+        if bound >= total {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("{name}: {bound} of {total} pods bound after 600 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, last) = bound_count(times, &format!("{name}-"));
+    let seconds = last
+        .unwrap_or_else(Instant::now)
+        .duration_since(start)
+        .as_secs_f64();
+    let mut phase = Phase {
+        name: name.into(),
+        pods: total,
+        seconds,
+        pods_per_sec: total as f64 / seconds,
+        ..Phase::default()
+    };
+    meter.finish(&daemon, &mut phase).await;
+    daemon.terminate().await?;
+    delete_all_pods(ctx).await?;
+    Ok(phase)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted
+        .get(rank.saturating_sub(1).min(sorted.len() - 1))
+        .copied()
+}
+
+/// Single-pod jobs at a fixed rate with the daemon running.
+async fn steady(
+    ctx: &TestCtx,
+    queue: &str,
+    sizes: &Sizes,
+    times: &BindTimes,
+) -> anyhow::Result<Phase> {
+    let daemon = start_daemon(ctx).await?;
+    // Let the first sessions settle before measuring.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let meter = Meter::start(&daemon).await;
+    let n = (sizes.steady_rate * sizes.steady_seconds as f64) as usize;
+    let period = Duration::from_secs_f64(1.0 / sizes.steady_rate);
+    let start = Instant::now();
+    let created: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n {
+        tokio::time::sleep_until((start + period * i as u32).into()).await;
+        let name = format!("steady-{i}");
+        let (ctx_pods, ctx_groups) = (ctx.pods_api(), ctx.pod_groups_api());
+        let pg = apis::PodGroup {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(ctx.ns.clone()),
+                ..Default::default()
+            },
+            spec: apis::PodGroupSpec {
+                min_member: 1,
+                queue: queue.to_string(),
+                ..Default::default()
+            },
+            status: None,
+        };
+        let mut p = pod(ctx, &name, Some(&name), &ctx.scheduler);
+        p.metadata.namespace = Some(ctx.ns.clone());
+        let created = created.clone();
+        tasks.push(tokio::spawn(async move {
+            ctx_groups.create(&PostParams::default(), &pg).await?;
+            ctx_pods.create(&PostParams::default(), &p).await?;
+            created
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(name, Instant::now());
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    ctx.wait_for(
+        "every steady pod bound",
+        Duration::from_secs(120),
+        || async { (bound_count(times, "steady-").0 >= n).then_some(()) },
+    )
+    .await?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut phase = Phase {
+        name: "steady".into(),
+        pods: n,
+        seconds,
+        pods_per_sec: n as f64 / seconds,
+        ..Phase::default()
+    };
+    meter.finish(&daemon, &mut phase).await;
+    let mut latencies: Vec<f64> = {
+        let created = created.lock().unwrap_or_else(PoisonError::into_inner);
+        let bound = times.lock().unwrap_or_else(PoisonError::into_inner);
+        created
+            .iter()
+            .filter_map(|(name, c)| {
+                let b = bound.get(name)?;
+                Some(b.saturating_duration_since(*c).as_secs_f64() * 1e3)
+            })
+            .collect()
+    };
+    latencies.sort_by(f64::total_cmp);
+    phase.latency_ms_p50 = percentile(&latencies, 50.0);
+    phase.latency_ms_p90 = percentile(&latencies, 90.0);
+    phase.latency_ms_p99 = percentile(&latencies, 99.0);
+    drop(daemon);
+    Ok(phase)
+}
+
+fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".into(), |v| format!("{v:.digits$}"))
+}
+
+/// Prints the table.
+pub fn print_table(phases: &[Phase]) {
+    println!(
+        "| phase | pods | seconds | pods/s | of ceiling | p50 / p90 / p99 ms | CPU s | peak RSS MiB | sessions decided / empty |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for p in phases {
+        println!(
+            "| {} | {} | {:.1} | {:.0} | {} | {} / {} / {} | {} | {} | {} / {} |",
+            p.name,
+            p.pods,
+            p.seconds,
+            p.pods_per_sec,
+            p.ratio_to_ceiling
+                .map_or("–".into(), |r| format!("{:.0} %", r * 100.0)),
+            fmt(p.latency_ms_p50, 0),
+            fmt(p.latency_ms_p90, 0),
+            fmt(p.latency_ms_p99, 0),
+            fmt(p.cpu_seconds, 2),
+            fmt(p.peak_rss_mib, 0),
+            fmt(p.sessions_decided, 0),
+            fmt(p.sessions_empty, 0),
+        );
+    }
+}
+
+/// The whole run: nodes, the four phases, cleanup.
+pub async fn run(env: &Env, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
+    let ctx = TestCtx::new(env, "bench").await?;
+    let result = phases(&ctx, sizes).await;
+    if let Err(e) = ctx.cleanup().await {
+        eprintln!("cleanup: {e:#}");
+    }
+    result
+}
+
+async fn phases(ctx: &TestCtx, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
+    eprintln!("creating {} nodes", sizes.nodes);
+    let nodes = ctx.nodes("n", sizes.nodes, "32", "256Gi", 110).await?;
+    let queue = ctx.queue("q", 1).await?;
+    let (times, watch) = watch_binds(ctx);
+    let mut out = Vec::new();
+    eprintln!("ceiling");
+    let ceiling = ceiling(
+        ctx,
+        &nodes,
+        sizes.gangs * sizes.gang_size,
+        sizes.concurrency,
+    )
+    .await?;
+    let ceiling_rate = ceiling.pods_per_sec;
+    out.push(ceiling);
+    eprintln!("backlog");
+    out.push(
+        backlog(
+            ctx,
+            "backlog",
+            &queue,
+            sizes.gangs,
+            sizes.gang_size,
+            sizes,
+            &times,
+        )
+        .await?,
+    );
+    eprintln!("gang");
+    out.push(backlog(ctx, "gang", &queue, 1, sizes.big_gang, sizes, &times).await?);
+    eprintln!("steady");
+    out.push(steady(ctx, &queue, sizes, &times).await?);
+    watch.abort();
+    for p in out.iter_mut().skip(1).take(2) {
+        p.ratio_to_ceiling = Some(p.pods_per_sec / ceiling_rate);
+    }
+    Ok(out)
+}
