@@ -76,6 +76,8 @@ pub struct Executor {
 /// Events take the rate limit's tokens last, and a session waiting for them would hold back the
 /// next session's status writes.
 pub const MAX_EVENT_BATCHES: usize = 4;
+/// Scheduled events sent at a time once a batch's binds are done.
+const EVENT_WORKERS: usize = 8;
 
 /// Why a write was not done.
 #[derive(Debug)]
@@ -252,13 +254,15 @@ impl Executor {
                 .buffer_unordered(workers)
                 .for_each(|()| async {})
         };
-        let binds = run(binds
-            .into_iter()
-            .map(|b| {
-                let me = me.clone();
-                Box::pin(async move { me.bind(&b).await }) as _
-            })
-            .collect());
+        // A bind's Scheduled event waits until every bind of the batch is sent: a worker that
+        // published it at once would hold its place in the bind line for a second request.
+        let binds = futures::stream::iter(binds.into_iter().map(|b| {
+            let me = me.clone();
+            async move { me.bind(&b).await }
+        }))
+        .buffer_unordered(workers)
+        .filter_map(|scheduled| async move { scheduled })
+        .collect::<Vec<SchedEvent>>();
         let statuses = run(pod_group_statuses
             .into_iter()
             .map(|u| {
@@ -287,7 +291,10 @@ impl Executor {
                 Box::pin(async move { me.evict(&e).await }) as _
             })
             .collect());
-        futures::join!(binds, statuses, conditions, queues, evicted);
+        let (scheduled, ..) = futures::join!(binds, statuses, conditions, queues, evicted);
+        futures::stream::iter(scheduled.iter())
+            .for_each_concurrent(EVENT_WORKERS, |ev| Executor::publish(&self, ev))
+            .await;
         for ev in &events {
             Executor::publish(&self, ev).await;
         }
@@ -312,9 +319,11 @@ impl Executor {
         Api::namespaced(self.client.clone(), namespace)
     }
 
-    async fn bind(&self, b: &Bind) {
+    /// Binds the pod (after its volumes); returns its Scheduled event on success, for the
+    /// caller to publish once the batch's binds are sent.
+    async fn bind(&self, b: &Bind) -> Option<SchedEvent> {
         let Some((ns, name)) = b.pod.split_once('/') else {
-            return;
+            return None;
         };
         if !b.volumes.is_empty() {
             match self.bind_volumes(b).await {
@@ -323,7 +332,7 @@ impl Executor {
                     let mut state = self.shared.lock();
                     volumes::forget(&mut state, &b.volumes);
                     state.rollback_bind(&b.pod);
-                    return;
+                    return None;
                 }
                 Err(volumes::VolumeError::Failed(message)) => {
                     // Volcano's words for a failed pre-bind.
@@ -332,7 +341,7 @@ impl Executor {
                         b.pod
                     );
                     self.fail_bind(b, message).await;
-                    return;
+                    return None;
                 }
             }
         }
@@ -362,21 +371,22 @@ impl Executor {
                 tracing::debug!(target: "decisions", "bound {} to node {}", b.pod, b.node);
                 let since_creation = self.pod_age(&b.pod);
                 self.metrics.pod_bound(started.elapsed(), since_creation);
-                self.publish(&SchedEvent {
+                return Some(SchedEvent {
                     object: pod_ref(ns, name, &b.pod_uid),
                     type_: EventType::Normal,
                     reason: "Scheduled".into(),
                     message: format!("Successfully assigned {ns}/{name} to {}", b.node),
-                })
-                .await;
+                });
             }
             Err(WriteError::Fenced) => {
                 // Whoever leads now decides this pod again.
                 self.shared.lock().rollback_bind(&b.pod);
+                None
             }
             Err(e) => {
                 self.fail_bind(b, format!("failed to bind to node {}: {e}", b.node))
                     .await;
+                None
             }
         }
     }
