@@ -322,9 +322,7 @@ impl Executor {
     /// Binds the pod (after its volumes); returns its Scheduled event on success, for the
     /// caller to publish once the batch's binds are sent.
     async fn bind(&self, b: &Bind) -> Option<SchedEvent> {
-        let Some((ns, name)) = b.pod.split_once('/') else {
-            return None;
-        };
+        let (ns, name) = b.pod.split_once('/')?;
         if !b.volumes.is_empty() {
             match self.bind_volumes(b).await {
                 Ok(()) => {}
@@ -371,12 +369,12 @@ impl Executor {
                 tracing::debug!(target: "decisions", "bound {} to node {}", b.pod, b.node);
                 let since_creation = self.pod_age(&b.pod);
                 self.metrics.pod_bound(started.elapsed(), since_creation);
-                return Some(SchedEvent {
+                Some(SchedEvent {
                     object: pod_ref(ns, name, &b.pod_uid),
                     type_: EventType::Normal,
                     reason: "Scheduled".into(),
                     message: format!("Successfully assigned {ns}/{name} to {}", b.node),
-                });
+                })
             }
             Err(WriteError::Fenced) => {
                 // Whoever leads now decides this pod again.
