@@ -436,6 +436,9 @@ impl Scheduler {
     /// Opens a session on a snapshot, runs the configured actions and closes it, off the async
     /// worker threads; records its timings and what it decided. `None` if it panicked.
     async fn run_session(&mut self, conf: Arc<SchedulerConf>, now: Timestamp) -> Option<Decisions> {
+        // Work announced before this snapshot is in it: a wake stored for it would only start
+        // a session with nothing new to decide. Work announced from here on wakes the next.
+        let _ = futures::FutureExt::now_or_never(self.shared.work.notified());
         let snapshot = self.shared.snapshot();
         let (registry, options) = (self.registry.clone(), self.session_options.clone());
         let uid = format!("{}-{}", self.identity, self.cycle);
