@@ -61,14 +61,6 @@ pub fn predicate_for_allocate(ssn: &Session, task: TaskId, node: NodeId) -> Resu
     }
 }
 
-/// Whether the pod mounts a claim (a `persistentVolumeClaim` or generic ephemeral volume).
-fn uses_claims(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.volumes.iter().flatten())
-        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
-}
-
 /// What a search found so far.
 struct Found {
     want: usize,
@@ -136,7 +128,9 @@ impl PredicateHelper {
         // Tasks of one role share failures, except when they use claims: their volumes differ
         // per pod (Volcano shares them anyway, so a pod whose volume lives on a node another
         // pod of its role failed on would never be tried there).
-        let cache_on = self.cache_enabled && !t.spec.role.is_empty() && !uses_claims(&t.spec.pod);
+        let cache_on = self.cache_enabled
+            && !t.spec.role.is_empty()
+            && !crate::model::claim::pod_uses_claims(&t.spec.pod);
         let group = if cache_on {
             t.job
                 .map(|j| format!("{}/{}", ssn.state.job(j).uid, t.spec.role))
@@ -256,90 +250,43 @@ pub fn prioritize_nodes(ssn: &Session, task: TaskId, nodes: &[NodeId]) -> Option
     Some(scores)
 }
 
-/// [`choose_node`] through a class memo: the same groups in the same order, with each node's
-/// idle fit and score taken from the memo where it has them under the node's stamp. Only the
-/// nodes without a score are scored, together; the caller vouches that the task's scores are
-/// node-local, so each gets the score it would get in the whole group. Should scoring them
-/// fail, the whole group is scored as without a memo (and fails as it would).
+/// [`choose_node`] through a class memo, in one pass without building the groups: each node's
+/// idle fit and score come from the memo under the node's stamp; the nodes without a score are
+/// scored together first (the caller vouches that the task's scores are node-local, so each
+/// gets the score it would get in its group) and remembered. The best node that fits `Idle`,
+/// else the best of the rest, is what the groups give, since a group of one needs no score
+/// and a remembered score cannot fail. `None` when scoring failed: the caller then takes the
+/// groups' path, which fails over as Volcano does.
 fn choose_node_memo(
     ssn: &Session,
     task: TaskId,
     feasible: &[NodeId],
     memo: &mut ClassMemo,
-) -> Option<NodeId> {
-    if let Some(best) = choose_in_one_pass(ssn, task, feasible, memo) {
-        return best;
-    }
-    let req = ssn.state.task(task).resreq();
-    let mut idle_fit: Vec<(NodeId, u64)> = Vec::with_capacity(feasible.len());
-    let mut future_fit: Vec<(NodeId, u64)> = Vec::new();
-    let stamps = ssn.state.search_stamps();
-    for &n in feasible {
-        let stamp = stamps.of(n);
-        let fits = fits_idle_remembered(ssn, req, n, stamp, memo);
-        if fits {
-            idle_fit.push((n, stamp));
-        } else {
-            future_fit.push((n, stamp));
-        }
-    }
-    for group in [idle_fit, future_fit] {
-        match group.len() {
-            0 => continue,
-            1 => return Some(group[0].0),
-            _ => {
-                if let Some(best) = best_remembered(ssn, task, &group, memo) {
-                    return Some(best);
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Whether the request fits the node's idle resources, through the memo.
-fn fits_idle_remembered(
-    ssn: &Session,
-    req: &crate::model::Resource,
-    node: NodeId,
-    stamp: u64,
-    memo: &mut ClassMemo,
-) -> bool {
-    memo.fits_idle(node, stamp, || {
-        req.less_equal(
-            &ssn.state.node(node).idle,
-            crate::model::DimensionDefault::Zero,
-        )
-    })
-}
-
-/// [`choose_node_memo`] in one pass, without building the groups: each node's idle fit and
-/// score come from the memo, a missing score is computed for that node alone (node-local, so
-/// the same as in its group) and remembered. The best node that fits `Idle`, else the best of
-/// the rest: what the groups give, since a group of one needs no score and a remembered score
-/// cannot fail. `None` when scoring a node failed: the caller then takes the groups' path,
-/// which fails over as Volcano does.
-fn choose_in_one_pass(
-    ssn: &Session,
-    task: TaskId,
-    feasible: &[NodeId],
-    memo: &mut ClassMemo,
 ) -> Option<Option<NodeId>> {
+    let stamps = ssn.state.search_stamps();
+    let missing: Vec<NodeId> = feasible
+        .iter()
+        .copied()
+        .filter(|&n| memo.score(n, stamps.of(n)).is_none())
+        .collect();
+    if !missing.is_empty() {
+        let scores = prioritize_nodes(ssn, task, &missing)?;
+        for (&n, score) in missing.iter().zip(scores) {
+            memo.remember_score(n, stamps.of(n), score);
+        }
+    }
     let req = ssn.state.task(task).resreq();
     let mut best_idle: Option<(NodeId, f64)> = None;
     let mut best_future: Option<(NodeId, f64)> = None;
-    let stamps = ssn.state.search_stamps();
     for &n in feasible {
         let stamp = stamps.of(n);
-        let fits = fits_idle_remembered(ssn, req, n, stamp, memo);
-        let score = match memo.score(n, stamp) {
-            Some(score) => score,
-            None => {
-                let score = *prioritize_nodes(ssn, task, &[n])?.first()?;
-                memo.remember_score(n, stamp, score);
-                score
-            }
-        };
+        let score = memo.score(n, stamp)?;
+        let fits = memo.fits_idle(n, stamp, || {
+            req.less_equal(
+                &ssn.state.node(n).idle,
+                crate::model::DimensionDefault::Zero,
+            )
+        });
         let best = if fits {
             &mut best_idle
         } else {
@@ -350,46 +297,6 @@ fn choose_in_one_pass(
         }
     }
     Some(best_idle.or(best_future).map(|(n, _)| n))
-}
-
-/// The best node of a group (first among equals), scoring what the memo lacks.
-fn best_remembered(
-    ssn: &Session,
-    task: TaskId,
-    group: &[(NodeId, u64)],
-    memo: &mut ClassMemo,
-) -> Option<NodeId> {
-    let mut scores: Vec<f64> = Vec::with_capacity(group.len());
-    let mut missing: Vec<usize> = Vec::new();
-    for (i, &(n, stamp)) in group.iter().enumerate() {
-        scores.push(memo.score(n, stamp).unwrap_or_else(|| {
-            missing.push(i);
-            0.0
-        }));
-    }
-    if !missing.is_empty() {
-        let subset: Vec<NodeId> = missing.iter().map(|&i| group[i].0).collect();
-        match prioritize_nodes(ssn, task, &subset) {
-            Some(fresh) => {
-                for (&i, score) in missing.iter().zip(fresh) {
-                    scores[i] = score;
-                    memo.remember_score(group[i].0, group[i].1, score);
-                }
-            }
-            None => {
-                let nodes: Vec<NodeId> = group.iter().map(|&(n, _)| n).collect();
-                let scores = prioritize_nodes(ssn, task, &nodes)?;
-                return select_best_node(&nodes, &scores);
-            }
-        }
-    }
-    let mut best: Option<(NodeId, f64)> = None;
-    for (&(n, _), &s) in group.iter().zip(&scores) {
-        if best.is_none_or(|(_, b)| s > b) {
-            best = Some((n, s));
-        }
-    }
-    best.map(|(n, _)| n)
 }
 
 /// `SelectBestNodeAndScore`: the highest score; among equal scores the first node in the
@@ -413,8 +320,10 @@ pub fn choose_node(
     feasible: &[NodeId],
     memo: Option<&mut ClassMemo>,
 ) -> Option<NodeId> {
-    if let Some(memo) = memo {
-        return choose_node_memo(ssn, task, feasible, memo);
+    if let Some(memo) = memo
+        && let Some(best) = choose_node_memo(ssn, task, feasible, memo)
+    {
+        return best;
     }
     let req = ssn.state.task(task).resreq();
     let (idle_fit, future_fit): (Vec<NodeId>, Vec<NodeId>) = feasible.iter().partition(|&&n| {

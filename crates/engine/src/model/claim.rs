@@ -2,7 +2,15 @@
 //! predicates, the state's assumed bindings, the executor's wait): the volume it names, and
 //! whether the volume controller finished binding it.
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+
+/// Whether the pod mounts a claim (a `persistentVolumeClaim` or generic ephemeral volume).
+pub fn pod_uses_claims(pod: &Pod) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+}
 
 /// The volume the claim names (`spec.volumeName`), empty when none.
 pub fn volume_name(claim: &PersistentVolumeClaim) -> &str {

@@ -323,29 +323,26 @@ pub fn has_required_anti_affinity(pod: &Pod) -> bool {
         .is_some_and(|terms| !terms.is_empty())
 }
 
+/// The pod has a required pod affinity (not anti-affinity) term.
+fn has_required_affinity(pod: &Pod) -> bool {
+    pod_affinity_parts(pod)
+        .0
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
+}
+
 /// The pod has terms that score other pods (InterPodAffinity's scoring of existing pods'
 /// required affinity and preferred terms).
-pub fn can_score_other_pods(pod: &Pod) -> bool {
-    has_preferred_pod_affinity_terms(pod)
-        || pod_affinity_parts(pod)
-            .0
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .is_some_and(|terms| !terms.is_empty())
+fn can_score_other_pods(pod: &Pod) -> bool {
+    has_preferred_pod_affinity_terms(pod) || has_required_affinity(pod)
 }
 
 /// The pod has required pod affinity or anti-affinity terms of its own.
 pub fn has_required_pod_affinity_terms(pod: &Pod) -> bool {
-    has_required_anti_affinity(pod)
-        || pod_affinity_parts(pod)
-            .0
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .is_some_and(|terms| !terms.is_empty())
+    has_required_anti_affinity(pod) || has_required_affinity(pod)
 }
 
 /// The pod has preferred pod affinity or anti-affinity terms of its own.
@@ -363,12 +360,6 @@ pub fn has_preferred_pod_affinity_terms(pod: &Pod) -> bool {
                     .as_ref()
             })
             .is_some_and(|terms| !terms.is_empty())
-}
-
-/// The pod has a pod affinity or anti-affinity section (upstream `PodsWithAffinity`).
-pub fn has_pod_affinity_section(pod: &Pod) -> bool {
-    let (affinity, anti) = pod_affinity_parts(pod);
-    affinity.is_some() || anti.is_some()
 }
 
 /// The pod has a topology spread constraint with the given `whenUnsatisfiable` action.

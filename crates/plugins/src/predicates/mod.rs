@@ -45,6 +45,7 @@ use std::sync::{Mutex, PoisonError};
 
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, PreBindWrites, SessionState};
+use engine::model::claim::pod_uses_claims;
 use engine::model::{FitError, FitStatus, NodeId, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -833,7 +834,7 @@ impl Plugin for Predicates {
             && self.filters.get(&task).is_some_and(|f| {
                 f.pod_affinity.is_none()
                     && f.topology_spread.is_none()
-                    && !uses_claims(ssn.task(task).spec.pod.as_ref())
+                    && !pod_uses_claims(ssn.task(task).spec.pod.as_ref())
             })
     }
 
@@ -843,7 +844,7 @@ impl Plugin for Predicates {
     /// spread constraints of their own, which are not node-local either. Its claims are
     /// treated as reaching further (other pods may share them).
     fn placement_is_node_local(&self, ssn: &SessionState, task: TaskId) -> bool {
-        !uses_claims(ssn.task(task).spec.pod.as_ref())
+        !pod_uses_claims(ssn.task(task).spec.pod.as_ref())
     }
 
     fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
@@ -875,14 +876,6 @@ impl Plugin for Predicates {
             self.follow_placement(ssn, task, -1);
         }
     }
-}
-
-/// Whether the pod mounts a claim (a `persistentVolumeClaim` or generic ephemeral volume).
-fn uses_claims(pod: &Pod) -> bool {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.volumes.iter().flatten())
-        .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
 }
 
 mod cache;
