@@ -130,7 +130,7 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     let rest = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // SAFETY-free: the clock tick is 100 Hz on Linux x86-64 and arm64 (USER_HZ).
+    // /proc counts in USER_HZ ticks, 100 per second on Linux.
     Some(ticks / 100.0)
 }
 
