@@ -606,7 +606,7 @@ impl Drf {
             return;
         };
         let Some(attr) = self.jobs.get_mut(job.index()) else {
-            tracing::warn!(job = %ssn.job(job).uid, "drf: event for a job it does not track, ignored");
+            tracing::warn!(job = %ssn.job(job).spec.uid, "drf: event for a job it does not track, ignored");
             return;
         };
         let request = ssn.task(task).resreq();
@@ -616,7 +616,7 @@ impl Drf {
             attr.sub(request, &self.basis);
         }
         tracing::debug!(
-            job = %ssn.job(job).uid,
+            job = %ssn.job(job).spec.uid,
             share = attr.dominant.share,
             dominant = attr.dominant.resource,
             "drf: job share updated"
@@ -773,7 +773,7 @@ impl Plugin for Drf {
             return (Vec::new(), PERMIT);
         };
         let (Some(lq), Some(lattr)) = (ssn.job(lj).queue, self.attr(lj)) else {
-            tracing::debug!(job = %ssn.job(lj).uid, "drf: reclaimer job untracked, no victims");
+            tracing::debug!(job = %ssn.job(lj).spec.uid, "drf: reclaimer job untracked, no victims");
             return (Vec::new(), PERMIT);
         };
         let lqueue = &ssn.queue(lq).spec;

@@ -46,16 +46,16 @@ impl QueueUsage {
                 usage.request.add(task.resreq());
             }
         }
-        if job.min_resources.is_some() {
+        if job.spec.min_resources.is_some() {
             let reserves = job.status.phase == phase::INQUEUE
                 || (job.status.phase == phase::RUNNING
-                    && job.allocated_task_num() >= job.min_available);
+                    && job.allocated_task_num() >= job.spec.min_available);
             if reserves {
                 usage.inqueue =
                     job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource());
             }
         }
-        let min = job.min_resources.clone().unwrap_or_default();
+        let min = job.spec.min_resources.clone().unwrap_or_default();
         usage.elastic = exceeded_part(Some(&job.allocated), Some(&min));
         usage
     }

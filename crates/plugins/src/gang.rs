@@ -77,10 +77,10 @@ impl Plugin for GangPlugin {
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         for job in ssn.job_ids() {
             let j = ssn.job(job);
-            if j.implicit {
+            if j.spec.implicit {
                 continue;
             }
-            if let Some(pg) = ssn.snapshot().pod_group(&j.uid)
+            if let Some(pg) = ssn.snapshot().pod_group(&j.spec.uid)
                 && !pg.spec.sub_group_policy.is_empty()
             {
                 self.sub_groups
@@ -105,12 +105,12 @@ impl Plugin for GangPlugin {
             });
         }
         let valid = j.valid_task_num();
-        if valid < j.min_available {
+        if valid < j.spec.min_available {
             return Some(ValidateResult {
                 reason: condition_reason::NOT_ENOUGH_TASKS.to_string(),
                 message: format!(
                     "Not enough valid tasks for gang-scheduling, valid: {valid}, min: {}",
-                    j.min_available
+                    j.spec.min_available
                 ),
             });
         }
@@ -185,6 +185,10 @@ impl Plugin for GangPlugin {
             }
             let condition = if j.is_ready() {
                 ssn.job_metrics_mut(job).unschedule_task_count = Some(0);
+                let (ty, status) = (condition_type::SCHEDULED, condition_status::TRUE);
+                if ssn.renew_job_condition(job, ty, status, SCHEDULED_REASON) {
+                    continue;
+                }
                 JobCondition {
                     type_: condition_type::SCHEDULED.to_string(),
                     status: condition_status::TRUE.to_string(),
@@ -197,7 +201,7 @@ impl Plugin for GangPlugin {
                 if releasing_tasks_fill_the_gang(ssn, job) {
                     continue;
                 }
-                let missing = j.min_available - schedulable_task_num(ssn, job);
+                let missing = j.spec.min_available - schedulable_task_num(ssn, job);
                 unschedulable_jobs += 1;
                 let message = format!(
                     "{missing}/{} tasks in gang unschedulable: {}",
@@ -238,7 +242,7 @@ fn keep_min_available(ssn: &SessionState, candidates: &[TaskId]) -> (Vec<TaskId>
         };
         let j = ssn.job(job);
         let left = occupied.entry(job).or_insert_with(|| j.ready_task_num());
-        if *left > j.min_available {
+        if *left > j.spec.min_available {
             *left -= 1;
             victims.push(t);
         }
@@ -277,7 +281,7 @@ fn releasing_tasks_fill_the_gang(ssn: &SessionState, job: JobId) -> bool {
     if j.count(TaskStatus::Pending) > 0 || j.count(TaskStatus::Pipelined) > 0 {
         return false;
     }
-    j.scheduled_task_num() + i32::try_from(releasing).unwrap_or(i32::MAX) >= j.min_available
+    j.scheduled_task_num() + i32::try_from(releasing).unwrap_or(i32::MAX) >= j.spec.min_available
 }
 
 /// The sub-groups of one job (framework.md §5.5.7): a task belongs to the first policy whose

@@ -96,7 +96,7 @@ impl Plugin for OvercommitPlugin {
         self.idle = idle;
 
         for job in ssn.jobs() {
-            let Some(min) = &job.min_resources else {
+            let Some(min) = &job.spec.min_resources else {
                 continue;
             };
             if job.status.phase == phase::INQUEUE {
@@ -104,7 +104,7 @@ impl Plugin for OvercommitPlugin {
                 self.inqueue
                     .add(&job.deduct_sch_gated_resources(ssn.tasks(), min));
             } else if job.status.phase == phase::RUNNING
-                && job.allocated_task_num() >= job.min_available
+                && job.allocated_task_num() >= job.spec.min_available
             {
                 // Running at its gang size: only what is not allocated yet (a finished Spark
                 // driver must not reserve its share again).
@@ -126,7 +126,7 @@ impl Plugin for OvercommitPlugin {
     /// §10.3: permit when `inqueue + min` fits into `idle` on the requested dimensions.
     fn job_enqueueable(&self, ssn: &SessionState, job: JobId) -> i32 {
         let j = ssn.job(job);
-        let Some(min) = &j.min_resources else {
+        let Some(min) = &j.spec.min_resources else {
             // A best-effort job reserves nothing.
             return PERMIT;
         };
@@ -137,7 +137,7 @@ impl Plugin for OvercommitPlugin {
         if fits {
             return PERMIT;
         }
-        tracing::debug!(job = %j.uid, ?overused, "overcommit: resource in cluster is overused");
+        tracing::debug!(job = %j.spec.uid, ?overused, "overcommit: resource in cluster is overused");
         self.rejections.record(
             job,
             format_resource_names("resource in cluster is overused", "overused", &overused),
@@ -148,7 +148,7 @@ impl Plugin for OvercommitPlugin {
     /// §10.3: the admitted job's minimum is reserved from now on.
     fn job_enqueued(&mut self, ssn: &SessionState, job: JobId) {
         let j = ssn.job(job);
-        if let Some(min) = &j.min_resources {
+        if let Some(min) = &j.spec.min_resources {
             self.inqueue
                 .add(&j.deduct_sch_gated_resources(ssn.tasks(), min));
         }

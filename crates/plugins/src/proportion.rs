@@ -451,7 +451,7 @@ impl Plugin for Proportion {
         };
         let spec = &ssn.queue(queue).spec;
         if !spec.is_open() {
-            tracing::debug!(queue = %spec.name, state = %spec.state, job = %job.uid, "proportion: queue is not open, job rejected");
+            tracing::debug!(queue = %spec.name, state = %spec.state, job = %job.spec.uid, "proportion: queue is not open, job rejected");
             self.rejections.record(
                 job_id,
                 crate::fairness::queue_not_open_message(&spec.name, &spec.state),
@@ -459,17 +459,17 @@ impl Plugin for Proportion {
             return REJECT;
         }
         let Some(attr) = self.attr(queue) else {
-            tracing::warn!(queue = %spec.name, job = %job.uid, "proportion: job of an untracked queue, no opinion");
+            tracing::warn!(queue = %spec.name, job = %job.spec.uid, "proportion: job of an untracked queue, no opinion");
             return ABSTAIN;
         };
-        let Some(min) = &job.min_resources else {
+        let Some(min) = &job.spec.min_resources else {
             return PERMIT;
         };
         match attr.enqueue_check(min) {
             Ok(()) => PERMIT,
             Err(names) => {
                 let message = quota_insufficient_message(&names);
-                tracing::debug!(job = %job.uid, queue = %spec.name, %message, "proportion: job rejected");
+                tracing::debug!(job = %job.spec.uid, queue = %spec.name, %message, "proportion: job rejected");
                 self.rejections.record(job_id, message);
                 REJECT
             }
@@ -479,7 +479,7 @@ impl Plugin for Proportion {
     /// The admitted job's minimum (less gated tasks) is reserved in its queue.
     fn job_enqueued(&mut self, ssn: &SessionState, job_id: JobId) {
         let job = ssn.job(job_id);
-        let (Some(min), Some(queue)) = (&job.min_resources, job.queue) else {
+        let (Some(min), Some(queue)) = (&job.spec.min_resources, job.queue) else {
             return;
         };
         let reserved = job.deduct_sch_gated_resources(ssn.tasks(), min);

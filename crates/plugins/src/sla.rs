@@ -72,11 +72,11 @@ fn job_waiting_time(job: &JobInfo) -> Option<i64> {
     ]
     .into_iter()
     .find_map(|key| {
-        let text = job.annotations.get(key)?;
+        let text = job.spec.annotations.get(key)?;
         match parse_go_duration(text) {
             Some(d) if d > 0 => Some(d),
             _ => {
-                tracing::warn!(job = %job.uid, key, value = %text, "sla: invalid waiting time");
+                tracing::warn!(job = %job.spec.uid, key, value = %text, "sla: invalid waiting time");
                 None
             }
         }
@@ -91,7 +91,7 @@ impl SlaPlugin {
     /// When the job's waiting time runs out, in Unix nanoseconds; `None` without one.
     fn deadline_of(&self, job: &JobInfo) -> Option<i128> {
         let wait = job_waiting_time(job).or(self.global)?;
-        Some(nanos(job.creation) + i128::from(wait))
+        Some(nanos(job.spec.creation) + i128::from(wait))
     }
 
     fn deadline(&self, job: JobId) -> Option<i128> {
@@ -399,7 +399,7 @@ mod tests {
         let s = &ssn.state;
         let job = s.job(s.job_by_key("ns/a"));
         let zero: Timestamp = "0001-01-01T00:00:00Z".parse().expect("time");
-        assert_eq!(nanos(job.creation), zero.as_nanosecond());
+        assert_eq!(nanos(job.spec.creation), zero.as_nanosecond());
         assert_eq!(p.job_enqueueable(s, s.job_by_key("ns/a")), PERMIT);
     }
 

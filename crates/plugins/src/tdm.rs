@@ -178,7 +178,12 @@ impl Tdm {
         let total = j.tasks.len() as i64;
         let running = i64::from(j.count(TaskStatus::Running));
         let finished = i64::from(j.count(TaskStatus::Succeeded) + j.count(TaskStatus::Failed));
-        let budget = |key: &str| j.annotations.get(key).map(|v| int_or_percent(v, total));
+        let budget = |key: &str| {
+            j.spec
+                .annotations
+                .get(key)
+                .map(|v| int_or_percent(v, total))
+        };
         if let Some(min_available) = budget(MIN_AVAILABLE) {
             return usize::try_from(running - min_available).unwrap_or(0);
         }
@@ -335,7 +340,10 @@ impl Plugin for Tdm {
 
     fn job_order(&self, ssn: &SessionState, l: JobId, r: JobId) -> Ordering {
         // Non-preemptable jobs first.
-        ssn.job(l).preemptable.cmp(&ssn.job(r).preemptable)
+        ssn.job(l)
+            .spec
+            .preemptable
+            .cmp(&ssn.job(r).spec.preemptable)
     }
 
     fn job_pipelined(&self, ssn: &SessionState, job: JobId) -> i32 {
@@ -348,7 +356,7 @@ impl Plugin for Tdm {
 
     fn job_starving(&self, ssn: &SessionState, job: JobId) -> bool {
         let j = ssn.job(job);
-        !j.preemptable && j.count(TaskStatus::Pending) > 0
+        !j.spec.preemptable && j.count(TaskStatus::Pending) > 0
     }
 }
 

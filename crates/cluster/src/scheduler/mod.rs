@@ -188,6 +188,7 @@ pub struct Scheduler {
     /// The skipped plugins last reported as events; `None` until the leader first reports.
     reported_skips: Option<Vec<String>>,
     invariants: InvariantTracker,
+    last_state_check: Option<Instant>,
     sessions_paused: bool,
     seen: report::SeenSeries,
 }
@@ -216,6 +217,7 @@ impl Scheduler {
             queues_ensured: false,
             reported_skips: None,
             invariants: InvariantTracker::default(),
+            last_state_check: None,
             sessions_paused: false,
             seen: report::SeenSeries::default(),
         }
@@ -303,8 +305,15 @@ impl Scheduler {
         // shutdown never leaves assumed binds unwritten.
         self.sink.assume(&decisions);
         let written = self.sink.write(decisions);
-        // Sessions run at least once a period, so this is also the periodic check.
-        self.check_state_invariants().await;
+        // Once a period: sessions started early by new work must not each pay a pass over
+        // the whole state, and what it finds is reported after a grace period anyway.
+        if self
+            .last_state_check
+            .is_none_or(|at| at.elapsed() >= self.period)
+        {
+            self.last_state_check = Some(Instant::now());
+            self.check_state_invariants().await;
+        }
         written.await;
         CycleOutcome::Ran(summary)
     }
@@ -442,7 +451,7 @@ impl Scheduler {
         let snapshot = self.shared.snapshot();
         let (registry, options) = (self.registry.clone(), self.session_options.clone());
         let uid = format!("{}-{}", self.identity, self.cycle);
-        let run = tokio::task::spawn_blocking(move || {
+        let session = move || {
             let start = Instant::now();
             let clock: engine::framework::Clock = Arc::new(move || start.elapsed());
             let mut ssn =
@@ -451,12 +460,29 @@ impl Scheduler {
             let timings = engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
             let decisions = ssn.close();
             (decisions, opened, timings, start.elapsed())
-        })
-        .await;
+        };
+        // On the sessions' pool, so the session's parallel work needs no further hand-over.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let on_pool = move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(session));
+            let _ = tx.send(result);
+        };
+        if let Err(on_pool) = engine::actions::spawn_on_session_pool(on_pool) {
+            // No pool: one of the runtime's blocking threads.
+            drop(tokio::task::spawn_blocking(on_pool));
+        }
+        let run: Result<_, Box<dyn std::any::Any + Send>> = rx
+            .await
+            .unwrap_or_else(|_| Err(Box::new("the session's thread ended without an answer")));
         let (decisions, opened, timings, total) = match run {
             Ok(r) => r,
-            Err(e) => {
-                tracing::error!(error = %e, "session failed; next one in a period");
+            Err(panic) => {
+                let error = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".to_string());
+                tracing::error!(%error, "session failed; next one in a period");
                 self.metrics.session_failed();
                 return None;
             }

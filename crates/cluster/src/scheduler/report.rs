@@ -1,22 +1,49 @@
 //! What a cycle reports besides its writes: metrics of the session, runtime invariant
 //! violations, and events for plugins the configuration names but this build lacks.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
-use engine::framework::{Decisions, Event, EventType, ObjectRef};
+use engine::framework::{Decisions, Event, EventType, JobMetrics, ObjectRef};
 use engine::state::invariants::Violation;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::metrics::{JobLabels, Metrics, TaskStage};
 use crate::shared::Shared;
 
-/// Queues and jobs reported by the previous session, to delete the series of those that are gone.
+/// Queues and jobs reported by the previous session, to delete the series of those that are
+/// gone and to leave alone the series whose figures did not change.
 #[derive(Default)]
 pub(super) struct SeenSeries {
     queues: BTreeSet<String>,
-    jobs: BTreeMap<String, (String, String, String)>,
+    /// By job uid: the figures last reported (without the session's retry and placements).
+    jobs: HashMap<String, SeenJob>,
+}
+
+struct SeenJob {
+    last: JobMetrics,
+    /// False once a series it shares (Volcano labels some by PodGroup name only) was
+    /// deleted for another job: its figures are then set again.
+    intact: bool,
+}
+
+/// The job's gauges would be set to what they hold.
+fn same_series(last: &JobMetrics, m: &JobMetrics) -> bool {
+    last.namespace == m.namespace
+        && last.name == m.name
+        && last.queue == m.queue
+        && last.unschedule_task_count == m.unschedule_task_count
+        && last.share == m.share
+        && last.creation == m.creation
+}
+
+fn labels(m: &JobMetrics) -> JobLabels<'_> {
+    JobLabels {
+        namespace: &m.namespace,
+        name: &m.name,
+        queue: &m.queue,
+    }
 }
 
 /// Plugin timings, decision counters, the age of pods at assumption, and the job and queue
@@ -31,8 +58,7 @@ pub(super) fn session_metrics(
     for t in &decisions.plugin_timings {
         metrics.observe_plugin(&t.plugin, t.on_session, t.duration);
     }
-    metrics.record_decisions(decisions);
-    job_and_queue_lifecycle(metrics, decisions, seen, now);
+    record_decisions(metrics, decisions, seen, now);
     let state = shared.lock();
     for b in &decisions.binds {
         if let Some(created) = state.pod(&b.pod).and_then(|p| p.creation)
@@ -41,6 +67,22 @@ pub(super) fn session_metrics(
             metrics.observe_task_stage(TaskStage::Assumed, age);
         }
     }
+}
+
+/// The session's decision metrics, and the job and queue series: set where they changed,
+/// deleted where their job or queue left.
+pub(super) fn record_decisions(
+    metrics: &Metrics,
+    decisions: &Decisions,
+    seen: &mut SeenSeries,
+    now: Timestamp,
+) {
+    metrics.record_decisions_with(decisions, |uid, m| {
+        seen.jobs
+            .get(uid)
+            .is_some_and(|s| s.intact && same_series(&s.last, m))
+    });
+    job_and_queue_lifecycle(metrics, decisions, seen, now);
 }
 
 /// Job e2e gauges for this session, and removal of the series of queues and jobs that left the
@@ -59,34 +101,49 @@ fn job_and_queue_lifecycle(
         metrics.remove_queue(gone);
     }
     seen.queues = d.queue_metrics.keys().cloned().collect();
-    for (uid, (ns, name, queue)) in &seen.jobs {
-        if !d.job_metrics.contains_key(uid) {
-            metrics.remove_job(JobLabels {
-                namespace: ns,
-                name,
-                queue,
-            });
+    let mut removed_names = BTreeSet::new();
+    seen.jobs.retain(|uid, s| {
+        let present = d.job_metrics.contains_key(uid);
+        if !present {
+            metrics.remove_job(labels(&s.last));
+            removed_names.insert(s.last.name.clone());
+        }
+        present
+    });
+    for (uid, m) in &d.job_metrics {
+        let last = seen.jobs.get(uid);
+        if !last.is_some_and(|s| s.intact && same_series(&s.last, m)) {
+            if let Some(s) = last
+                && (&s.last.namespace, &s.last.name, &s.last.queue)
+                    != (&m.namespace, &m.name, &m.queue)
+            {
+                metrics.remove_job(labels(&s.last));
+                removed_names.insert(s.last.name.clone());
+            }
+            if let Some(created) = m.creation {
+                metrics.set_job_start_time(labels(m), created);
+            }
+            let last = JobMetrics {
+                retried: false,
+                placed: 0,
+                ..m.clone()
+            };
+            seen.jobs
+                .insert(uid.clone(), SeenJob { last, intact: true });
+        }
+        if m.placed > 0
+            && let Some(created) = m.creation
+            && let Ok(age) = Duration::try_from(now.duration_since(created))
+        {
+            metrics.job_task_allocated(labels(m), age, now);
         }
     }
-    seen.jobs.clear();
-    for (uid, m) in &d.job_metrics {
-        let labels = JobLabels {
-            namespace: &m.namespace,
-            name: &m.name,
-            queue: &m.queue,
-        };
-        if let Some(created) = m.creation {
-            metrics.set_job_start_time(labels, created);
-            if m.placed > 0
-                && let Ok(age) = Duration::try_from(now.duration_since(created))
-            {
-                metrics.job_task_allocated(labels, age, now);
+    if !removed_names.is_empty() {
+        for s in seen.jobs.values_mut() {
+            if removed_names.contains(&s.last.name) {
+                s.intact = false;
             }
         }
-        seen.jobs.insert(
-            uid.clone(),
-            (m.namespace.clone(), m.name.clone(), m.queue.clone()),
-        );
     }
 }
 

@@ -424,3 +424,62 @@ async fn a_leader_with_a_stale_lease_decides_nothing() {
     fence.hold_until(tokio::time::Instant::now() + Duration::from_secs(10));
     assert_eq!(ran(&f.scheduler.run_cycle().await).binds, 2);
 }
+
+fn job_figures(ns: &str, name: &str, unschedulable: i32) -> engine::framework::JobMetrics {
+    engine::framework::JobMetrics {
+        namespace: ns.into(),
+        name: name.into(),
+        queue: "q".into(),
+        unschedule_task_count: Some(unschedulable),
+        creation: Some(Timestamp::UNIX_EPOCH),
+        ..Default::default()
+    }
+}
+
+fn gauge(metrics: &Metrics, family: &str, label: &str) -> Option<String> {
+    metrics
+        .encode_text()
+        .lines()
+        .find(|l| l.starts_with(family) && l.contains(label))
+        .map(|l| l.rsplit(' ').next().unwrap_or_default().to_string())
+}
+
+/// Unchanged job figures are not set again, changed ones are, and a series two same-named jobs
+/// share comes back for the one that stays when the other leaves.
+#[test]
+fn job_series_follow_changes_and_shared_names() {
+    let metrics = Metrics::new();
+    let mut seen = report::SeenSeries::default();
+    let now = Timestamp::UNIX_EPOCH;
+    let mut d = Decisions::default();
+    d.job_metrics.insert("a/x".into(), job_figures("a", "x", 0));
+    d.job_metrics.insert("b/x".into(), job_figures("b", "x", 0));
+    d.job_metrics.insert("a/y".into(), job_figures("a", "y", 2));
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    let series = |job: &str| gauge(&metrics, "volcano_unschedule_task_count", job);
+    assert_eq!(series("job_id=\"y\"").as_deref(), Some("2"));
+
+    // The same figures again: left alone; a changed figure is set.
+    d.job_metrics.insert("a/y".into(), job_figures("a", "y", 1));
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(series("job_id=\"y\"").as_deref(), Some("1"));
+    assert_eq!(series("job_id=\"x\"").as_deref(), Some("0"));
+
+    // b/x leaves: the name-only series goes with it, and is set again for a/x next session.
+    d.job_metrics.remove("b/x");
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(series("job_id=\"x\"").as_deref(), Some("0"));
+    let start = |ns: &str| {
+        gauge(
+            &metrics,
+            "volcano_e2e_job_scheduling_start_time",
+            &format!("job_namespace=\"{ns}\""),
+        )
+    };
+    assert!(start("a").is_some());
+    assert!(
+        start("b").is_none(),
+        "the series of a job that left are deleted"
+    );
+}

@@ -60,7 +60,7 @@ pub fn execute(ssn: &mut Session) {
             ssn.state.set_job_phase(job, phase::INQUEUE);
         }
         if let Some(invalid) = ssn.job_valid(job) {
-            tracing::debug!(job = %ssn.state.job(job).uid, reason = %invalid.reason, "job not valid");
+            tracing::debug!(job = %ssn.state.job(job).spec.uid, reason = %invalid.reason, "job not valid");
             continue;
         }
         let Some(q) = ssn.state.job(job).queue else {

@@ -36,7 +36,7 @@ pub fn execute(ssn: &mut Session) {
             continue;
         };
         // PodGroups without minResources are admitted without asking the plugins.
-        let verdict = if ssn.state.job(job).min_resources.is_none() {
+        let verdict = if ssn.state.job(job).spec.min_resources.is_none() {
             Ok(())
         } else {
             ssn.job_enqueueable_or_reason(job)

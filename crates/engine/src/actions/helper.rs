@@ -93,6 +93,11 @@ pub struct PredicateHelper {
 /// to overshoot the number of feasible nodes wanted by much.
 const SEARCH_BATCH: usize = 256;
 
+/// Clusters smaller than this are searched and scored on the session's own thread: waking the
+/// pool's other threads costs more CPU than the work they would share (in steady state a
+/// session places a pod or two).
+const PARALLEL_MIN_NODES: usize = 1024;
+
 impl PredicateHelper {
     pub fn new(cache_enabled: bool) -> Self {
         Self {
@@ -133,7 +138,7 @@ impl PredicateHelper {
             && !crate::model::claim::pod_uses_claims(&t.spec.pod);
         let group = if cache_on {
             t.job
-                .map(|j| format!("{}/{}", ssn.state.job(j).uid, t.spec.role))
+                .map(|j| format!("{}/{}", ssn.state.job(j).spec.uid, t.spec.role))
                 .unwrap_or_default()
         } else {
             String::new()
@@ -183,13 +188,15 @@ impl PredicateHelper {
         while processed < n && !found.done() {
             let end = (processed + SEARCH_BATCH.max(want)).min(n);
             let batch: Vec<NodeId> = (processed..end).map(|i| nodes[(start + i) % n]).collect();
-            let results: Vec<Result<(), (Arc<FitError>, bool)>> = batch
-                .par_iter()
-                .map(|&node| match from_error_cache(node) {
-                    Some(err) => Err((err, false)),
-                    None => check(session, task, node).map_err(|e| (Arc::new(e), true)),
-                })
-                .collect();
+            let eval = |&node: &NodeId| match from_error_cache(node) {
+                Some(err) => Err((err, false)),
+                None => check(session, task, node).map_err(|e| (Arc::new(e), true)),
+            };
+            let results: Vec<Result<(), (Arc<FitError>, bool)>> = if n >= PARALLEL_MIN_NODES {
+                batch.par_iter().map(eval).collect()
+            } else {
+                batch.iter().map(eval).collect()
+            };
             for (&node, outcome) in batch.iter().zip(results) {
                 processed += 1;
                 found.take(node, outcome);
@@ -223,16 +230,18 @@ impl PredicateHelper {
 /// input order. `None` when scoring failed (Volcano then returns empty buckets).
 pub fn prioritize_nodes(ssn: &Session, task: TaskId, nodes: &[NodeId]) -> Option<Vec<f64>> {
     let mut scores: Vec<f64> = if ssn.has_node_order() {
-        nodes
-            .par_iter()
-            .map(|&n| match ssn.node_order(task, n) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "node order failed; node gets no per-node score");
-                    0.0
-                }
-            })
-            .collect()
+        let score = |&n: &NodeId| match ssn.node_order(task, n) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "node order failed; node gets no per-node score");
+                0.0
+            }
+        };
+        if ssn.state.nodes().len() >= PARALLEL_MIN_NODES {
+            nodes.par_iter().map(score).collect()
+        } else {
+            nodes.iter().map(score).collect()
+        }
     } else {
         vec![0.0; nodes.len()]
     };

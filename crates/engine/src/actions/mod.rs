@@ -74,6 +74,22 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
+/// Runs `work` on a thread of the sessions' pool, so that a session's parallel searches start
+/// from a pool thread (no hand-over from a foreign thread). Returns `work` back when there is
+/// no pool; the caller then runs it on a thread of its own.
+pub fn spawn_on_session_pool<F>(work: F) -> Result<(), F>
+where
+    F: FnOnce() + Send + 'static,
+{
+    match pool() {
+        Some(pool) => {
+            pool.spawn(work);
+            Ok(())
+        }
+        None => Err(work),
+    }
+}
+
 fn run_actions(
     ssn: &mut Session,
     clock: &(dyn Fn() -> std::time::Duration + Sync),

@@ -355,7 +355,7 @@ fn served(ssn: &Session, victim: TaskId) -> bool {
     let job = ssn.state.job(j);
     let finished = job.count(TaskStatus::Succeeded) + job.count(TaskStatus::Failed);
     let live = job.tasks.len().saturating_sub(finished as usize);
-    i64::try_from(live).unwrap_or(i64::MAX) >= i64::from(job.min_available)
+    i64::try_from(live).unwrap_or(i64::MAX) >= i64::from(job.spec.min_available)
 }
 
 /// Rule 3, second half: the next allocate serves other pending tasks before `preemptor` —

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::job::{JobStatus, phase};
+use crate::model::job::phase;
 use crate::model::resource::{DimensionDefault, Resource};
 use crate::model::task::JobLink;
 use crate::model::{JobId, QueueId, TaskId, TaskStatus};
@@ -14,6 +14,14 @@ use super::decisions::{
     QueueAllocation,
 };
 use super::session::Session;
+
+/// What `jobStatus` computes besides the conditions.
+struct JobCounts {
+    phase: &'static str,
+    running: i32,
+    succeeded: i32,
+    failed: i32,
+}
 
 impl Session {
     /// Closes the session and returns everything it decided.
@@ -68,19 +76,19 @@ impl Session {
         // `unschedule_task_count` has their series, as in Volcano.
         for (job, mut m) in metrics {
             let j = &state.jobs[job.index()];
-            m.namespace = j.namespace.clone();
-            m.name = j.name.clone();
-            m.queue = j.queue_name.clone();
-            m.creation = j.creation;
-            state.decisions.job_metrics.insert(j.uid.clone(), m);
+            m.namespace = j.spec.namespace.clone();
+            m.name = j.spec.name.clone();
+            m.queue = j.spec.queue_name.clone();
+            m.creation = j.spec.creation;
+            state.decisions.job_metrics.insert(j.spec.uid.clone(), m);
         }
         let mut decisions = std::mem::take(&mut state.decisions);
         decisions.events.append(&mut state.events);
         decisions
     }
 
-    /// `jobStatus` (§2.7.1).
-    fn compute_job_status(&self, job: JobId) -> JobStatus {
+    /// `jobStatus` (§2.7.1), without the conditions (the job's own are kept).
+    fn compute_job_counts(&self, job: JobId) -> JobCounts {
         let j = self.state.job(job);
         let uid = &self.state.uid;
         let unschedulable = j.status.conditions.iter().any(|c| {
@@ -89,16 +97,19 @@ impl Session {
                 && c.transition_id == *uid
         });
         let running = j.count(TaskStatus::Running) as i32;
-        let releasing_on_node = self
-            .state
-            .job_tasks_in(job, TaskStatus::Releasing)
-            .filter(|t| self.state.task(*t).has_node())
-            .count() as i32;
+        let releasing_on_node = if j.count(TaskStatus::Releasing) == 0 {
+            0
+        } else {
+            self.state
+                .job_tasks_in(job, TaskStatus::Releasing)
+                .filter(|t| self.state.task(*t).has_node())
+                .count() as i32
+        };
         let scheduled = j.scheduled_task_num() + releasing_on_node;
         let completed = (j.count(TaskStatus::Failed) + j.count(TaskStatus::Succeeded)) as i32;
         let phase = if running > 0 && unschedulable {
             phase::UNKNOWN
-        } else if scheduled >= j.min_available {
+        } else if scheduled >= j.spec.min_available {
             if scheduled == completed {
                 phase::COMPLETED
             } else {
@@ -109,55 +120,60 @@ impl Session {
         } else {
             phase::INQUEUE
         };
-        JobStatus {
-            phase: phase.to_string(),
-            conditions: j.status.conditions.clone(),
+        JobCounts {
+            phase,
             running,
             succeeded: j.count(TaskStatus::Succeeded) as i32,
             failed: j.count(TaskStatus::Failed) as i32,
         }
     }
 
-    /// Job updater + `RecordJobStatusEvent` for one job (§2.7.3).
+    /// Job updater + `RecordJobStatusEvent` for one job (§2.7.3). Runs for every job of the
+    /// session, so a job with nothing new costs no allocation.
     fn update_job(&mut self, job: JobId) {
         if !self.state.job(job).owned {
             return;
         }
-        let status = self.compute_job_status(job);
-        let changed = {
-            let j = self.state.job(job);
-            j.baseline.as_ref().is_none_or(|b| status.differs_from(b))
-        };
-        self.state.jobs[job.index()].status = status.clone();
-        let implicit = self.state.job(job).implicit;
+        let counts = self.compute_job_counts(job);
+        let j = &mut self.state.jobs[job.index()];
+        if j.status.phase != counts.phase {
+            counts.phase.clone_into(&mut j.status.phase);
+        }
+        j.status.running = counts.running;
+        j.status.succeeded = counts.succeeded;
+        j.status.failed = counts.failed;
+        let status = &j.status;
+        let changed = j
+            .spec
+            .baseline
+            .as_ref()
+            .is_none_or(|b| status.differs_from(b));
+        let implicit = j.spec.implicit;
         if changed && !implicit {
-            let uid = self.state.job(job).uid.clone();
-            self.state
-                .decisions
-                .pod_group_statuses
-                .push(PodGroupStatusUpdate {
-                    pod_group: uid,
-                    status: status.clone(),
-                });
+            let update = PodGroupStatusUpdate {
+                pod_group: j.spec.uid.clone(),
+                status: status.clone(),
+            };
+            self.state.decisions.pod_group_statuses.push(update);
         }
 
         let not_ready_phase = matches!(
-            status.phase.as_str(),
+            counts.phase,
             phase::UNKNOWN | phase::PENDING | phase::INQUEUE
         );
-        let job_fit_error = self.state.job_fit_error(job);
         // A gang placed in this session is still Pending/Inqueue until its binds land; Volcano
         // then records a Warning "…unschedulable: pod group is ready". Here that is the Normal
         // "Scheduled" event: Warnings are for real problems (alerting keys on them).
         let placed = self.state.job(job).is_ready();
+        let mut fit_error = None;
         if not_ready_phase && !placed {
-            let j = self.state.job(job);
             if !implicit {
+                let j = self.state.job(job);
+                let error = fit_error.insert(self.state.job_fit_error(job));
                 let msg = format!(
-                    "{}/{} tasks in gang unschedulable: {}",
+                    "{}/{} tasks in gang unschedulable: {error}",
                     j.count(TaskStatus::Pending),
                     j.tasks.len(),
-                    job_fit_error
                 );
                 self.state
                     .record_job_event(job, EventType::Warning, "Unschedulable", msg);
@@ -171,6 +187,15 @@ impl Session {
             );
         }
 
+        // Only tasks still waiting are explained: a job whose tasks all run has nothing to say.
+        let waiting = |s: TaskStatus| self.state.job(job).count(s) > 0;
+        if !(waiting(TaskStatus::Allocated)
+            || waiting(TaskStatus::Pending)
+            || waiting(TaskStatus::Pipelined))
+        {
+            return;
+        }
+        let job_fit_error = fit_error.unwrap_or_else(|| self.state.job_fit_error(job));
         let candidates: Vec<TaskId> = self
             .state
             .job(job)

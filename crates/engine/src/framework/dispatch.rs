@@ -54,10 +54,10 @@ impl Session {
             Ordering::Greater => false,
             Ordering::Equal => {
                 let (lj, rj) = (self.state.job(l), self.state.job(r));
-                if lj.creation == rj.creation {
-                    lj.uid < rj.uid
+                if lj.spec.creation == rj.spec.creation {
+                    lj.spec.uid < rj.spec.uid
                 } else {
-                    lj.creation < rj.creation
+                    lj.spec.creation < rj.spec.creation
                 }
             }
         }

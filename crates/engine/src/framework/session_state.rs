@@ -12,12 +12,12 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::conf::SchedulerConf;
-use crate::model::job::{JobCondition, job_status_from_api};
+use crate::model::job::JobCondition;
 use crate::model::node::NodeInfo;
 use crate::model::queue::QueueInfo;
 use crate::model::resource::Resource;
 use crate::model::task::{JobLink, TaskInfo};
-use crate::model::{JobId, JobInfo, NodeId, QueueId, TaskId, TaskStatus};
+use crate::model::{JobId, JobInfo, JobSpec, NodeId, QueueId, TaskId, TaskStatus};
 use crate::state::Snapshot;
 
 use super::decisions::{Decisions, QueueMetrics};
@@ -311,7 +311,7 @@ impl SessionState {
         message: String,
     ) {
         let j = &self.jobs[job.index()];
-        let object = if j.implicit {
+        let object = if j.spec.implicit {
             let t = &self.tasks[j.tasks[0].index()];
             super::decisions::ObjectRef {
                 kind: "Pod",
@@ -322,9 +322,9 @@ impl SessionState {
         } else {
             super::decisions::ObjectRef {
                 kind: "PodGroup",
-                namespace: Some(j.namespace.clone()),
-                name: j.name.clone(),
-                uid: j.pg_uid.clone(),
+                namespace: Some(j.spec.namespace.clone()),
+                name: j.spec.name.clone(),
+                uid: j.spec.pg_uid.clone(),
             }
         };
         self.events.push(super::decisions::Event {
@@ -337,6 +337,33 @@ impl SessionState {
 
     pub fn set_job_condition(&mut self, job: JobId, cond: JobCondition) {
         self.jobs[job.index()].status.set_condition(cond);
+    }
+
+    /// When the job holds a condition of this type, status, reason and an empty message,
+    /// stamps it with this session (transition ID and time) as
+    /// [`set_job_condition`](Self::set_job_condition) of the same condition would, without
+    /// building one, and returns true. Every session renews every running gang's condition.
+    pub fn renew_job_condition(
+        &mut self,
+        job: JobId,
+        type_: &str,
+        status: &str,
+        reason: &str,
+    ) -> bool {
+        let (uid, now) = (&self.uid, self.now);
+        let found = self.jobs[job.index()]
+            .status
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == type_);
+        match found {
+            Some(c) if c.status == status && c.reason == reason && c.message.is_empty() => {
+                uid.clone_into(&mut c.transition_id);
+                c.last_transition_time = Some(now);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Records an event.
@@ -430,8 +457,6 @@ pub(super) fn build_state(
     now: Timestamp,
     uid: String,
 ) -> SessionState {
-    let default_queue = snapshot.options().default_queue.clone();
-
     let mut queues = Vec::new();
     let mut queue_by_name = HashMap::new();
     for q in snapshot.queues() {
@@ -455,26 +480,24 @@ pub(super) fn build_state(
     let mut jobs: Vec<JobInfo> = Vec::new();
     let mut job_by_uid = HashMap::new();
     let mut events = Vec::new();
-    for (key, pg) in snapshot.pod_groups() {
-        let queue_name = if pg.spec.queue.is_empty() {
-            default_queue.clone()
-        } else {
-            pg.spec.queue.clone()
-        };
-        let Some(&queue) = queue_by_name.get(&queue_name) else {
-            tracing::debug!(pod_group = %key, queue = %queue_name, "queue not found; job skipped");
+    for (pg, spec) in snapshot.pod_group_jobs() {
+        let Some(&queue) = queue_by_name.get(&spec.queue_name) else {
+            tracing::debug!(pod_group = %spec.uid, queue = %spec.queue_name, "queue not found; job skipped");
             events.push(super::decisions::Event {
                 object: pg_ref(pg),
                 type_: super::decisions::EventType::Warning,
                 reason: "QueueNotFound".to_string(),
-                message: format!("queue {queue_name} does not exist; the pod group is not scheduled until it does"),
+                message: format!(
+                    "queue {} does not exist; the pod group is not scheduled until it does",
+                    spec.queue_name
+                ),
             });
             continue;
         };
-        if !pg.spec.priority_class_name.is_empty()
+        if !spec.priority_class_name.is_empty()
             && !snapshot
                 .priority_classes()
-                .contains_key(&pg.spec.priority_class_name)
+                .contains_key(&spec.priority_class_name)
         {
             events.push(super::decisions::Event {
                 object: pg_ref(pg),
@@ -482,12 +505,14 @@ pub(super) fn build_state(
                 reason: "PriorityClassNotFound".to_string(),
                 message: format!(
                     "priority class {} does not exist; the job gets the default priority",
-                    pg.spec.priority_class_name
+                    spec.priority_class_name
                 ),
             });
         }
-        let job = job_from_pod_group(snapshot, key, pg, queue_name, queue);
-        job_by_uid.insert(key.clone(), JobId::from_index(jobs.len()));
+        let mut job = JobInfo::from_spec(spec.clone());
+        job.queue = Some(queue);
+        job.priority = snapshot.job_priority(&spec.priority_class_name);
+        job_by_uid.insert(spec.uid.clone(), JobId::from_index(jobs.len()));
         jobs.push(job);
     }
 
@@ -500,7 +525,7 @@ pub(super) fn build_state(
                 Some(&qid) if !spec.status.is_completed() || spec.node_name.is_some() => {
                     let id = JobId::from_index(jobs.len());
                     let job = implicit_job(snapshot, spec, queue, qid);
-                    let uid = job.uid.clone();
+                    let uid = job.spec.uid.clone();
                     job_by_uid.insert(uid, id);
                     jobs.push(job);
                     Some(id)
@@ -526,8 +551,8 @@ pub(super) fn build_state(
             // A standalone pod's job stands for the PodGroup Volcano's controller would create
             // for it, whose minResources are the pod's requests (spec/kubernetes.md §4.6), so
             // the enqueue gate judges it as Volcano would.
-            if info.implicit && info.min_resources.is_none() {
-                info.min_resources = Some(task.resreq().clone());
+            if info.spec.implicit && info.spec.min_resources.is_none() {
+                info.spec_mut().min_resources = Some(task.resreq().clone());
             }
             info.add_task(id, &task);
         }
@@ -580,63 +605,6 @@ fn pg_ref(pg: &apis::PodGroup) -> super::decisions::ObjectRef {
     }
 }
 
-/// A PodGroup's job (§2.4), without tasks yet.
-fn job_from_pod_group(
-    snapshot: &Snapshot,
-    key: &str,
-    pg: &apis::PodGroup,
-    queue_name: String,
-    queue: QueueId,
-) -> JobInfo {
-    let mut job = JobInfo::new(
-        key.to_string(),
-        pg.metadata.name.clone().unwrap_or_default(),
-        pg.metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_string()),
-        queue_name,
-        pg.spec.min_member,
-    );
-    job.queue = Some(queue);
-    job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
-    job.task_min_available = pg.spec.min_task_member.clone();
-    job.task_min_available_total = pg.spec.min_task_member.values().sum();
-    job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);
-    job.priority_class_name = pg.spec.priority_class_name.clone();
-    job.priority = snapshot.job_priority(&pg.spec.priority_class_name);
-    job.creation = pg.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    let annotations = pg.metadata.annotations.clone().unwrap_or_default();
-    let labels = pg.metadata.labels.as_ref();
-    let stated = annotations
-        .get(apis::keys::PREEMPTABLE)
-        .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)));
-    job.preemptable_stated = stated.is_some();
-    job.preemptable = stated
-        .map(|v| crate::model::task::parse_go_bool(v).unwrap_or(false))
-        .unwrap_or(false);
-    job.revocable_zone = match annotations
-        .get(apis::keys::REVOCABLE_ZONE)
-        .map(String::as_str)
-    {
-        Some("*") => "*".to_string(),
-        Some(_) => String::new(),
-        None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => {
-            "*".to_string()
-        }
-        None => String::new(),
-    };
-    job.annotations = Arc::new(annotations);
-    let status = pg
-        .status
-        .as_ref()
-        .map(job_status_from_api)
-        .unwrap_or_default();
-    job.baseline = Some(status.clone());
-    job.status = status;
-    job
-}
-
 /// The one-pod job a standalone pod of ours gets (the PodGroup Volcano's controller would
 /// create for it).
 fn implicit_job(
@@ -647,17 +615,20 @@ fn implicit_job(
 ) -> JobInfo {
     let name = format!("podgroup-{}", spec.uid);
     let uid = format!("{}/{name}", spec.namespace);
-    let mut job = JobInfo::new(uid, name, spec.namespace.clone(), queue.to_string(), 1);
-    job.implicit = true;
-    job.queue = Some(qid);
     let class = spec
         .pod
         .spec
         .as_ref()
         .and_then(|s| s.priority_class_name.clone())
         .unwrap_or_default();
-    job.priority = snapshot.job_priority(&class);
-    job.priority_class_name = class;
-    job.creation = spec.creation;
+    let mut job_spec = JobSpec::new(uid, name, spec.namespace.clone(), queue.to_string(), 1);
+    job_spec.implicit = true;
+    job_spec.creation = spec.creation;
+    let mut job = JobInfo::from_spec(Arc::new(JobSpec {
+        priority_class_name: class,
+        ..job_spec
+    }));
+    job.queue = Some(qid);
+    job.priority = snapshot.job_priority(&job.spec.priority_class_name);
     job
 }

@@ -78,7 +78,7 @@ impl Plugin for Fake {
     }
     fn job_order(&self, ssn: &SessionState, l: JobId, r: JobId) -> Ordering {
         if self.reverse {
-            ssn.job(r).uid.cmp(&ssn.job(l).uid)
+            ssn.job(r).spec.uid.cmp(&ssn.job(l).spec.uid)
         } else {
             Ordering::Equal
         }
@@ -443,14 +443,14 @@ fn standalone_pod_job_reserves_its_own_request_as_minimum() {
         .state
         .jobs
         .iter()
-        .find(|j| j.implicit)
+        .find(|j| j.spec.implicit)
         .expect("implicit job");
     // As the PodGroup Volcano's controller would create for it (kubernetes.md §4.6).
     assert_eq!(
-        job.min_resources.as_ref().map(|r| r.milli_cpu),
+        job.spec.min_resources.as_ref().map(|r| r.milli_cpu),
         Some(3000.0)
     );
-    assert_eq!(job.min_available, 1);
+    assert_eq!(job.spec.min_available, 1);
 }
 
 fn open_on(s: &ClusterState) -> Session {

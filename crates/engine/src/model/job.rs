@@ -11,6 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::fit::FitErrors;
 use super::ids::{QueueId, TaskId};
+use super::job_spec::JobSpec;
 use super::resource::Resource;
 use super::status::TaskStatus;
 use super::task::TaskInfo;
@@ -74,44 +75,24 @@ impl JobStatus {
     }
 }
 
-/// The session's view of one job.
+/// The session's view of one job: the shared [`JobSpec`] and what the session derives and
+/// changes.
 #[derive(Clone, Debug)]
 pub struct JobInfo {
-    /// `<namespace>/<podgroup name>`
-    pub uid: String,
-    pub name: String,
-    pub namespace: String,
-    /// The PodGroup's Kubernetes UID (empty for a standalone pod's implicit job).
-    pub pg_uid: String,
-    /// True for the implicit one-pod job of a standalone pod: there is no PodGroup object to
-    /// write back.
-    pub implicit: bool,
+    pub spec: Arc<JobSpec>,
     /// Some pod of the job is ours, or the job has no pod yet. Only such jobs get their
     /// PodGroup status and events written: Volcano writes every PodGroup it sees, so two
     /// schedulers sharing a cluster would overwrite each other's statuses.
     pub owned: bool,
-    pub queue_name: String,
     pub queue: Option<QueueId>,
-    pub min_available: i32,
-    pub task_min_available: BTreeMap<String, i32>,
-    pub task_min_available_total: i32,
-    pub min_resources: Option<Resource>,
+    /// From the PriorityClass the spec names, as the session's snapshot holds it.
     pub priority: i32,
-    pub priority_class_name: String,
-    pub creation: Option<Timestamp>,
-    pub preemptable: bool,
-    /// The PodGroup carries `volcano.sh/preemptable` (annotation or label), whatever its value.
-    pub preemptable_stated: bool,
-    pub revocable_zone: String,
-    pub annotations: Arc<BTreeMap<String, String>>,
     pub tasks: Vec<TaskId>,
     counts: [u32; 10],
     pending_best_effort: u32,
     pub allocated: Resource,
     pub total_request: Resource,
     pub status: JobStatus,
-    /// The status the session started from (change detection at close).
-    pub baseline: Option<JobStatus>,
     pub nodes_fit_errors: HashMap<TaskId, FitErrors>,
     pub job_fit_errors: String,
 }
@@ -124,36 +105,32 @@ impl JobInfo {
         queue_name: String,
         min_available: i32,
     ) -> Self {
+        let spec = JobSpec::new(uid, name, namespace, queue_name, min_available);
+        JobInfo::from_spec(Arc::new(spec))
+    }
+
+    /// A job without tasks yet, in the status its spec was observed with.
+    pub fn from_spec(spec: Arc<JobSpec>) -> Self {
         JobInfo {
-            uid,
-            name,
-            namespace,
-            pg_uid: String::new(),
-            implicit: false,
+            status: spec.baseline.clone().unwrap_or_default(),
+            spec,
             owned: true,
-            queue_name,
             queue: None,
-            min_available,
-            task_min_available: BTreeMap::new(),
-            task_min_available_total: 0,
-            min_resources: None,
             priority: 0,
-            priority_class_name: String::new(),
-            creation: None,
-            preemptable: false,
-            preemptable_stated: false,
-            revocable_zone: String::new(),
-            annotations: Arc::default(),
             tasks: Vec::new(),
             counts: [0; 10],
             pending_best_effort: 0,
             allocated: Resource::empty(),
             total_request: Resource::empty(),
-            status: JobStatus::default(),
-            baseline: None,
             nodes_fit_errors: HashMap::new(),
             job_fit_errors: String::new(),
         }
+    }
+
+    /// The spec to change, copied first if another session shares it (for jobs built by
+    /// hand: tests, and the implicit job of a standalone pod).
+    pub fn spec_mut(&mut self) -> &mut JobSpec {
+        Arc::make_mut(&mut self.spec)
     }
 
     /// Adds a task's contribution to the counters (`AddTaskInfo`).
@@ -236,16 +213,16 @@ impl JobInfo {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+        self.ready_task_num() + self.pending_best_effort_task_num() >= self.spec.min_available
     }
 
     pub fn is_pipelined(&self) -> bool {
         self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
-            >= self.min_available
+            >= self.spec.min_available
     }
 
     pub fn is_starving(&self) -> bool {
-        self.waiting_task_num() + self.ready_task_num() < self.min_available
+        self.waiting_task_num() + self.ready_task_num() < self.spec.min_available
     }
 
     /// PodGroup phase Pending or empty.
@@ -275,7 +252,8 @@ impl JobInfo {
 
     /// Role checks are disabled when the job minimum is below the sum of role minimums (§5.5.5).
     fn role_checks_disabled(&self) -> bool {
-        self.task_min_available.is_empty() || self.min_available < self.task_min_available_total
+        self.spec.task_min_available.is_empty()
+            || self.spec.min_available < self.spec.task_min_available_total
     }
 
     /// `CheckTaskValid`.
@@ -290,7 +268,8 @@ impl JobInfo {
                     TaskStatus::Succeeded | TaskStatus::Pipelined | TaskStatus::Pending
                 )
         });
-        self.task_min_available
+        self.spec
+            .task_min_available
             .iter()
             .filter(|(_, min)| **min > 0)
             .all(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) >= *min)
@@ -308,7 +287,8 @@ impl JobInfo {
             return true;
         }
         let counts = self.role_counts(tasks, Self::ready_like);
-        self.task_min_available
+        self.spec
+            .task_min_available
             .iter()
             .all(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) >= *min)
     }
@@ -321,7 +301,8 @@ impl JobInfo {
         let counts = self.role_counts(tasks, |t| {
             Self::ready_like(t) || t.status == TaskStatus::Pipelined
         });
-        self.task_min_available
+        self.spec
+            .task_min_available
             .iter()
             .all(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) >= *min)
     }
@@ -335,7 +316,8 @@ impl JobInfo {
             t.status.is_allocated()
                 || matches!(t.status, TaskStatus::Succeeded | TaskStatus::Pipelined)
         });
-        self.task_min_available
+        self.spec
+            .task_min_available
             .iter()
             .any(|(role, min)| counts.get(role.as_str()).copied().unwrap_or(0) < *min)
     }
@@ -353,7 +335,7 @@ impl JobInfo {
 
     /// `NeedContinueAllocating` for the default sub-job (§5.5.9).
     pub fn need_continue_allocating(&self, tasks: &[TaskInfo]) -> bool {
-        if self.min_available as usize == self.tasks.len() {
+        if self.spec.min_available as usize == self.tasks.len() {
             return false;
         }
         let failed_roles: std::collections::BTreeSet<&str> = self
@@ -362,7 +344,7 @@ impl JobInfo {
             .filter(|id| self.tasks.contains(id))
             .map(|id| tasks[id.index()].spec.role.as_str())
             .collect();
-        if self.min_available < self.task_min_available_total {
+        if self.spec.min_available < self.spec.task_min_available_total {
             let left: i32 = self
                 .tasks
                 .iter()
@@ -371,11 +353,11 @@ impl JobInfo {
                     t.status == TaskStatus::Pending && !failed_roles.contains(t.spec.role.as_str())
                 })
                 .count() as i32;
-            return self.ready_task_num() + left >= self.min_available;
+            return self.ready_task_num() + left >= self.spec.min_available;
         }
         let occupied = self.role_counts(tasks, Self::ready_like);
         for role in failed_roles {
-            let min = self.task_min_available.get(role).copied().unwrap_or(0);
+            let min = self.spec.task_min_available.get(role).copied().unwrap_or(0);
             if min > 0 && occupied.get(role).copied().unwrap_or(0) < min {
                 return false;
             }
@@ -390,7 +372,7 @@ impl JobInfo {
     pub fn inqueue_resource(&self) -> Resource {
         use super::resource::{ResourceName, is_count_quota, is_scalar_resource_name};
         let mut inqueue = Resource::empty();
-        let Some(min) = &self.min_resources else {
+        let Some(min) = &self.spec.min_resources else {
             return inqueue;
         };
         let allocated = &self.allocated;
@@ -460,7 +442,7 @@ impl JobInfo {
             }
         }
         let mut parts: Vec<String> = histogram.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        parts.push(format!("{} minAvailable", self.min_available));
+        parts.push(format!("{} minAvailable", self.spec.min_available));
         parts.sort();
         let head = if self.is_ready() {
             apis::POD_GROUP_READY
@@ -562,7 +544,7 @@ mod tests {
         let allocated =
             Resource::from_pairs(1_000.0, 200.0, &[("pods", 1.0), ("nvidia.com/gpu", 500.0)]);
         let mut job = JobInfo::new("ns/j".into(), "j".into(), "ns".into(), "q".into(), 1);
-        job.min_resources = Some(min);
+        job.spec_mut().min_resources = Some(min);
         job.allocated = allocated;
         let r = job.inqueue_resource();
         assert_eq!(r.milli_cpu, 2_000.0);

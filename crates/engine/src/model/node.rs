@@ -16,6 +16,9 @@ pub struct NodeSpec {
     pub name: String,
     pub node: Arc<Node>,
     pub allocatable: Resource,
+    /// `status.allocatable` as the node object states it, without oversubscription (what the
+    /// Kubernetes scores read).
+    pub stated_allocatable: Resource,
     pub capacity: Resource,
     pub revocable_zone: String,
 }
@@ -27,6 +30,7 @@ impl NodeSpec {
             .and_then(|s| s.allocatable.as_ref())
             .map(Resource::from_list)
             .unwrap_or_default();
+        let stated_allocatable = allocatable.clone();
         let mut capacity = status
             .and_then(|s| s.capacity.as_ref())
             .map(Resource::from_list)
@@ -60,6 +64,7 @@ impl NodeSpec {
                 .cloned()
                 .unwrap_or_default(),
             allocatable,
+            stated_allocatable,
             capacity,
             node,
         }

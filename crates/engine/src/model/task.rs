@@ -51,6 +51,9 @@ pub struct TaskSpec {
     /// The only gate is Volcano's queue-allocation gate.
     pub only_volcano_gate: bool,
     pub has_restartable_init_container: bool,
+    /// Some container (init containers included) declares a host port: only such pods occupy
+    /// ports on their node, so the others are skipped without a look at their containers.
+    pub uses_host_ports: bool,
     /// Status derived from the pod (§5.1.2).
     pub status: TaskStatus,
     /// `spec.nodeName`, if assigned.
@@ -65,6 +68,11 @@ pub struct TaskSpec {
     pub template_uid: Option<String>,
     /// What the pod asks of a node, for the allocate search memo.
     pub sched_class: super::SchedClass,
+    /// The pod's CPU (millicores) and memory (bytes) requests with Kubernetes' defaults for
+    /// containers that state none (upstream `NonZeroRequested`), filled by the scoring plugin
+    /// on first use. It depends on `pod` only, and a spec lives as long as its pod version, so
+    /// every session after the first reads it instead of parsing quantities again.
+    pub non_zero_request: std::sync::OnceLock<(i64, i64)>,
     pub pod: Arc<Pod>,
 }
 
@@ -123,6 +131,14 @@ impl TaskSpec {
         let has_restartable_init_container = spec
             .and_then(|s| s.init_containers.as_ref())
             .is_some_and(|ics| ics.iter().any(is_sidecar));
+        let uses_host_ports = spec.is_some_and(|s| {
+            s.init_containers
+                .iter()
+                .flatten()
+                .chain(&s.containers)
+                .flat_map(|c| c.ports.iter().flatten())
+                .any(|p| p.host_port.is_some_and(|port| port > 0))
+        });
 
         // An empty annotation does not hide the label (Volcano's getTaskRole).
         let role = annotation(keys::TASK_SPEC)
@@ -150,6 +166,7 @@ impl TaskSpec {
             sch_gated,
             only_volcano_gate,
             has_restartable_init_container,
+            uses_host_ports,
             status: TaskStatus::from_pod(&pod),
             node_name: spec
                 .and_then(|s| s.node_name.clone())
@@ -164,6 +181,7 @@ impl TaskSpec {
             ours,
             template_uid: annotation(keys::TEMPLATE_UID).map(str::to_string),
             sched_class: super::SchedClass::of(&pod),
+            non_zero_request: std::sync::OnceLock::new(),
             pod: pod.clone(),
         }
     }

@@ -17,6 +17,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
+use crate::model::JobSpec;
 use crate::model::node::{NodeSpec, NodeUsage};
 use crate::model::queue::QueueSpec;
 use crate::model::task::TaskSpec;
@@ -74,13 +75,20 @@ pub struct NodeEntry {
     pub spec: Arc<NodeSpec>,
 }
 
+/// A PodGroup and the job spec built from it when it was stored.
+#[derive(Clone, Debug)]
+struct PodGroupEntry {
+    object: Arc<PodGroup>,
+    job: Arc<JobSpec>,
+}
+
 /// The cluster as last observed. Cheap to snapshot.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterState {
     options: Arc<StateOptions>,
     pods: Arc<BTreeMap<String, Arc<TaskSpec>>>,
     nodes: Arc<BTreeMap<String, NodeEntry>>,
-    pod_groups: Arc<BTreeMap<String, Arc<PodGroup>>>,
+    pod_groups: Arc<BTreeMap<String, PodGroupEntry>>,
     queues: Arc<BTreeMap<String, Arc<QueueSpec>>>,
     priority_classes: Arc<BTreeMap<String, PriorityClassInfo>>,
     pdbs: Arc<BTreeMap<String, Arc<PodDisruptionBudget>>>,
@@ -398,8 +406,13 @@ impl ClusterState {
         let changed = self
             .pod_groups
             .get(&key)
-            .is_none_or(|old| old.spec != pg.spec);
-        Arc::make_mut(&mut self.pod_groups).insert(key, Arc::new(pg));
+            .is_none_or(|old| old.object.spec != pg.spec);
+        let job = Arc::new(JobSpec::from_pod_group(&key, &pg, self.default_queue()));
+        let entry = PodGroupEntry {
+            object: Arc::new(pg),
+            job,
+        };
+        Arc::make_mut(&mut self.pod_groups).insert(key, entry);
         changed
     }
 
@@ -411,11 +424,16 @@ impl ClusterState {
     }
 
     pub fn pod_groups(&self) -> impl Iterator<Item = (&String, &Arc<PodGroup>)> {
-        self.pod_groups.iter()
+        self.pod_groups.iter().map(|(k, e)| (k, &e.object))
+    }
+
+    /// Each PodGroup with the job spec built from it.
+    pub fn pod_group_jobs(&self) -> impl Iterator<Item = (&Arc<PodGroup>, &Arc<JobSpec>)> {
+        self.pod_groups.values().map(|e| (&e.object, &e.job))
     }
 
     pub fn pod_group(&self, key: &str) -> Option<&Arc<PodGroup>> {
-        self.pod_groups.get(key)
+        self.pod_groups.get(key).map(|e| &e.object)
     }
 
     pub fn upsert_queue(&mut self, q: Queue) {
@@ -534,7 +552,7 @@ impl ClusterState {
                 .into_iter()
                 .map(|n| n.node.clone())
                 .collect(),
-            pod_groups: self.pod_groups.values().cloned().collect(),
+            pod_groups: self.pod_groups.values().map(|e| e.object.clone()).collect(),
             pods: self
                 .pods
                 .iter()

@@ -242,7 +242,7 @@ impl Capacity {
                         reason: REASON_INVALID_HIERARCHY,
                         message: format!(
                             "job {} is in queue {:?}, which has child queues; jobs must be in leaf queues, so the capacity plugin schedules nothing this cycle",
-                            ssn.job(job).uid,
+                            ssn.job(job).spec.uid,
                             ssn.queue(queue).name()
                         ),
                     });
@@ -827,7 +827,7 @@ impl Plugin for Capacity {
         };
         let spec = &ssn.queue(queue).spec;
         let Some(attr) = self.attr(queue) else {
-            tracing::warn!(queue = %spec.name, job = %job.uid, "capacity: job of an untracked queue, no opinion");
+            tracing::warn!(queue = %spec.name, job = %job.spec.uid, "capacity: job of an untracked queue, no opinion");
             return ABSTAIN;
         };
         if !attr.attached {
@@ -844,21 +844,21 @@ impl Plugin for Capacity {
             return REJECT;
         }
         if !spec.is_open() {
-            tracing::debug!(queue = %spec.name, state = %spec.state, job = %job.uid, "capacity: queue is not open, job rejected");
+            tracing::debug!(queue = %spec.name, state = %spec.state, job = %job.spec.uid, "capacity: queue is not open, job rejected");
             self.rejections.record(
                 job_id,
                 fairness::queue_not_open_message(&spec.name, &spec.state),
             );
             return REJECT;
         }
-        let Some(min) = &job.min_resources else {
+        let Some(min) = &job.spec.min_resources else {
             return PERMIT;
         };
         match self.enqueue_check(queue, min) {
             Ok(()) => PERMIT,
             Err((at, names)) => {
                 let message = fairness::quota_insufficient_message(&names);
-                tracing::debug!(job = %job.uid, queue = %ssn.queue(at).name(), %message, "capacity: job rejected");
+                tracing::debug!(job = %job.spec.uid, queue = %ssn.queue(at).name(), %message, "capacity: job rejected");
                 self.rejections.record(job_id, message);
                 REJECT
             }
@@ -869,7 +869,7 @@ impl Plugin for Capacity {
     /// hierarchical mode, in every ancestor.
     fn job_enqueued(&mut self, ssn: &SessionState, job_id: JobId) {
         let job = ssn.job(job_id);
-        let (Some(min), Some(queue)) = (&job.min_resources, job.queue) else {
+        let (Some(min), Some(queue)) = (&job.spec.min_resources, job.queue) else {
             return;
         };
         let reserved = job.deduct_sch_gated_resources(ssn.tasks(), min);

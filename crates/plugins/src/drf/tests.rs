@@ -124,7 +124,7 @@ fn sorted_jobs(ssn: &Session) -> Vec<String> {
         }
     });
     jobs.iter()
-        .map(|&j| ssn.state.job(j).name.clone())
+        .map(|&j| ssn.state.job(j).spec.name.clone())
         .collect()
 }
 

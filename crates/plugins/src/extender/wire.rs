@@ -41,7 +41,10 @@ pub fn resource(r: &Resource) -> Value {
 pub fn task(ssn: &SessionState, id: TaskId) -> Value {
     let t = ssn.task(id);
     let s = &t.spec;
-    let job = t.job.map(|j| ssn.job(j).uid.clone()).unwrap_or_default();
+    let job = t
+        .job
+        .map(|j| ssn.job(j).spec.uid.clone())
+        .unwrap_or_default();
     let node = t
         .node
         .map(|n| ssn.node(n).name().to_string())
@@ -108,26 +111,26 @@ pub fn job(ssn: &SessionState, id: JobId) -> Value {
         .collect();
     let pod_group = ssn
         .snapshot()
-        .pod_group(&format!("{}/{}", j.namespace, j.name))
+        .pod_group(&format!("{}/{}", j.spec.namespace, j.spec.name))
         .and_then(|pg| serde_json::to_value(pg.as_ref()).ok());
     json!({
-        "UID": j.uid,
-        "PgUID": j.pg_uid,
-        "Name": j.name,
-        "Namespace": j.namespace,
-        "Queue": j.queue_name,
+        "UID": j.spec.uid,
+        "PgUID": j.spec.pg_uid,
+        "Name": j.spec.name,
+        "Namespace": j.spec.namespace,
+        "Queue": j.spec.queue_name,
         "Priority": j.priority,
-        "MinAvailable": j.min_available,
+        "MinAvailable": j.spec.min_available,
         "JobFitErrors": j.job_fit_errors,
         "Tasks": tasks,
-        "TaskMinAvailable": j.task_min_available,
-        "TaskMinAvailableTotal": j.task_min_available_total,
+        "TaskMinAvailable": j.spec.task_min_available,
+        "TaskMinAvailableTotal": j.spec.task_min_available_total,
         "Allocated": resource(&j.allocated),
         "TotalRequest": resource(&j.total_request),
-        "CreationTimestamp": j.creation.map(|c| c.to_string()),
+        "CreationTimestamp": j.spec.creation.map(|c| c.to_string()),
         "PodGroup": pod_group,
-        "Preemptable": j.preemptable,
-        "RevocableZone": j.revocable_zone,
+        "Preemptable": j.spec.preemptable,
+        "RevocableZone": j.spec.revocable_zone,
     })
 }
 
@@ -147,7 +150,7 @@ pub fn queue(ssn: &SessionState, id: QueueId) -> Value {
 pub fn session_open(ssn: &SessionState) -> Value {
     let jobs: Map<String, Value> = ssn
         .job_ids()
-        .map(|j| (ssn.job(j).uid.clone(), job(ssn, j)))
+        .map(|j| (ssn.job(j).spec.uid.clone(), job(ssn, j)))
         .collect();
     let nodes: Map<String, Value> = ssn
         .node_ids()

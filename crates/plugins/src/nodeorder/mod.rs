@@ -43,7 +43,8 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
-use engine::model::{NodeId, Resource, ResourceName, SchedClass, TaskId};
+use engine::model::node::NodeSpec;
+use engine::model::{NodeId, ResourceName, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::k8s::labels::PlacedPod;
@@ -201,7 +202,10 @@ struct PodRequests {
 impl PodRequests {
     fn of(ssn: &SessionState, task: TaskId, gpu: ResourceName) -> Self {
         let t = ssn.task(task);
-        let (non_zero_cpu, non_zero_memory) = non_zero_request(&t.spec.pod);
+        let (non_zero_cpu, non_zero_memory) = *t
+            .spec
+            .non_zero_request
+            .get_or_init(|| non_zero_request(&t.spec.pod));
         let req = t.resreq();
         // Requests are whole millicores / bytes / milli-units, so the conversion is exact.
         Self {
@@ -225,13 +229,8 @@ struct NodeResources {
 }
 
 impl NodeResources {
-    fn new(node: &Node, gpu: ResourceName) -> Self {
-        let allocatable = node
-            .status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .map(Resource::from_list)
-            .unwrap_or_default();
+    fn new(node: &NodeSpec, gpu: ResourceName) -> Self {
+        let allocatable = &node.stated_allocatable;
         Self {
             allocatable_cpu: allocatable.milli_cpu as i64,
             allocatable_memory: allocatable.memory as i64,
@@ -335,9 +334,6 @@ pub struct NodeOrder {
     view: PodView,
     /// Per node, built on first use (see [`NodeOrder::resources`]).
     nodes: Vec<OnceLock<NodeResources>>,
-    /// Requests in the scores' units per scheduling class (pods of one class have the same
-    /// containers), read from the first pod of the class that needs them.
-    requests: RwLock<HashMap<SchedClass, PodRequests>>,
     /// ImageLocality's per-image scans, filled the first time a pod asks for an image.
     images: RwLock<HashMap<String, Arc<ImageSpread>>>,
     /// Nodes with a `PreferNoSchedule` taint (the only ones TaintToleration can score down).
@@ -377,7 +373,6 @@ impl NodeOrder {
             gpu: ResourceName::new(GPU),
             view: PodView::default(),
             nodes: Vec::new(),
-            requests: RwLock::new(HashMap::new()),
             images: RwLock::new(HashMap::new()),
             prefer_no_schedule_nodes: Vec::new(),
         }
@@ -389,7 +384,7 @@ impl NodeOrder {
         let cell = self.nodes.get(node.index())?;
         Some(cell.get_or_init(|| {
             let n = ssn.node(node);
-            let mut resources = NodeResources::new(&n.spec.node, self.gpu);
+            let mut resources = NodeResources::new(&n.spec, self.gpu);
             for &(task, _) in &n.tasks {
                 if self.view.is_visible(task) {
                     resources.apply(self.requests_of(ssn, task), 1);
@@ -399,24 +394,9 @@ impl NodeOrder {
         }))
     }
 
-    /// The task's requests, parsed once per scheduling class and session.
+    /// The task's requests (parsed once per pod version, `TaskSpec::non_zero_request`).
     fn requests_of(&self, ssn: &SessionState, task: TaskId) -> PodRequests {
-        let class = ssn.task(task).spec.sched_class;
-        // A poisoned lock only means another thread panicked between whole-entry inserts.
-        if let Some(found) = self
-            .requests
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&class)
-        {
-            return *found;
-        }
-        let requests = PodRequests::of(ssn, task, self.gpu);
-        self.requests
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(class, requests);
-        requests
+        PodRequests::of(ssn, task, self.gpu)
     }
 
     /// Keeps built sums current; a node not built yet will read the view when it is.

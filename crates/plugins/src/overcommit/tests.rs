@@ -362,13 +362,13 @@ fn gated_pods_are_not_reserved_but_queue_gated_ones_are() {
     let ssn = c.session(&[&[NAME]]);
     let s = &ssn.state;
     let gated = s.job(s.job_by_key("ns/gated"));
-    let min = gated.min_resources.clone().expect("minResources");
+    let min = gated.spec.min_resources.clone().expect("minResources");
     assert_eq!(
         gated.deduct_sch_gated_resources(s.tasks(), &min).milli_cpu,
         1000.0
     );
     let queued = s.job(s.job_by_key("ns/queued"));
-    let min = queued.min_resources.clone().expect("minResources");
+    let min = queued.spec.min_resources.clone().expect("minResources");
     assert_eq!(
         queued.deduct_sch_gated_resources(s.tasks(), &min).milli_cpu,
         2000.0
@@ -395,7 +395,7 @@ fn deduction_floors_at_zero_and_ignores_scalars_the_minimum_lacks() {
     let ssn = c.session(&[&[NAME]]);
     let s = &ssn.state;
     let job = s.job(s.job_by_key("ns/gated"));
-    let min = job.min_resources.clone().expect("minResources");
+    let min = job.spec.min_resources.clone().expect("minResources");
     let left = job.deduct_sch_gated_resources(s.tasks(), &min);
     assert_eq!(left.milli_cpu, 0.0);
     assert_eq!(left.get("nvidia.com/gpu"), 0.0);

@@ -706,7 +706,9 @@ impl Predicates {
         let Some(node) = ssn.task(task).node else {
             return;
         };
-        if let Some(used) = self.used_ports.get_mut(node.index()) {
+        if let Some(used) = self.used_ports.get_mut(node.index())
+            && ssn.task(task).spec.uses_host_ports
+        {
             used.add(task, &ssn.task(task).spec.pod);
         }
     }
@@ -737,7 +739,9 @@ impl Plugin for Predicates {
                 .map(|node| {
                     let mut used = UsedPorts::default();
                     for &(task, _) in &node.tasks {
-                        used.add(task, &ssn.task(task).spec.pod);
+                        if ssn.task(task).spec.uses_host_ports {
+                            used.add(task, &ssn.task(task).spec.pod);
+                        }
                     }
                     used
                 })

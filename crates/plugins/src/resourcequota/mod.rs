@@ -170,10 +170,10 @@ impl ResourceQuotaPlugin {
     /// The job's `minResources` as a resource list; `None` when the PodGroup has none.
     fn min_resources(ssn: &SessionState, job: JobId) -> Option<Amounts> {
         let j = ssn.job(job);
-        if j.implicit {
-            return j.min_resources.as_ref().map(standalone_usage);
+        if j.spec.implicit {
+            return j.spec.min_resources.as_ref().map(standalone_usage);
         }
-        let pg = ssn.snapshot().pod_group(&j.uid)?;
+        let pg = ssn.snapshot().pod_group(&j.spec.uid)?;
         let list = pg.spec.min_resources.as_ref()?;
         Some(read_list(Some(list), "minResources"))
     }
@@ -218,17 +218,17 @@ impl Plugin for ResourceQuotaPlugin {
             return PERMIT;
         };
         let j = ssn.job(job);
-        let Some(quotas) = self.quotas.get(&j.namespace) else {
+        let Some(quotas) = self.quotas.get(&j.spec.namespace) else {
             return PERMIT;
         };
-        let pending = self.pending.get(&j.namespace);
+        let pending = self.pending.get(&j.spec.namespace);
         for quota in quotas {
             let exceeded = quota.exceeded(&requested, pending);
             if exceeded.is_empty() {
                 continue;
             }
             let message = quota.message(&requested, &exceeded);
-            tracing::debug!(job = %j.uid, %message, "resourcequota: job not enqueueable");
+            tracing::debug!(job = %j.spec.uid, %message, "resourcequota: job not enqueueable");
             self.rejections.record(job, message);
             return REJECT;
         }
@@ -241,7 +241,7 @@ impl Plugin for ResourceQuotaPlugin {
         let Some(min) = Self::min_resources(ssn, job) else {
             return;
         };
-        let ns = &ssn.job(job).namespace;
+        let ns = &ssn.job(job).spec.namespace;
         if !self.quotas.contains_key(ns) {
             return;
         }

@@ -114,7 +114,7 @@ impl Plugin for Rejecter {
         ExtensionPoints::JOB_ENQUEUEABLE
     }
     fn job_enqueueable(&self, ssn: &SessionState, job: JobId) -> i32 {
-        if ssn.job(job).name == "pgA" {
+        if ssn.job(job).spec.name == "pgA" {
             REJECT
         } else {
             PERMIT

@@ -152,13 +152,13 @@ impl TaskTopology {
             .iter()
             .map(|&t| task_role(&ssn.task(t).spec.pod))
             .collect();
-        let topology = match read_topology(&j.annotations, &roles, &j.uid) {
+        let topology = match read_topology(&j.spec.annotations, &roles, &j.spec.uid) {
             Ok(Some(topology)) => topology,
             Ok(None) => return None,
             Err(e) => {
                 tracing::warn!(
                     plugin = NAME,
-                    job = %j.uid,
+                    job = %j.spec.uid,
                     error = %e,
                     "invalid task-topology annotations; job ignored by task-topology"
                 );
@@ -169,7 +169,7 @@ impl TaskTopology {
         manager.construct(&candidates(ssn, job));
         tracing::debug!(
             plugin = NAME,
-            job = %j.uid,
+            job = %j.spec.uid,
             buckets = manager.buckets.len(),
             max_size = manager.bucket_max_size,
             "task-topology buckets built"

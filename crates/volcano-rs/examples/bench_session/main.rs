@@ -1,10 +1,12 @@
 //! Times one scheduling session of the default configuration on a synthetic cluster.
 //!
-//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100 [--workload mixed] [--search-memo off]`
+//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100 [--workload mixed|steady] [--search-memo off] [--sessions 200]`
 //!
-//! Two workloads: `uniform` (gangs of equal size, every pod 1 cpu / 2 GiB, one queue) and
+//! Three workloads: `uniform` (gangs of equal size, every pod 1 cpu / 2 GiB, one queue),
 //! `mixed` ([`mixed`]: jobs of many sizes and shapes in several queues, some with node
-//! affinity, pod anti-affinity or topology spread, some nodes tainted).
+//! affinity, pod anti-affinity or topology spread, some nodes tainted), and `steady`
+//! ([`steady`]: `--pods` running single-pod jobs and a new one per session, for `--sessions`
+//! sessions; the times are per session).
 //!
 //! Prints one JSON line: build time (not part of the session), session open / actions / close
 //! times, pods bound, pods placed per second, and the process's peak resident memory (read
@@ -13,6 +15,7 @@
 //! one-core figure.
 
 mod mixed;
+mod steady;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,8 +35,26 @@ struct Args {
     nodes: usize,
     pods: usize,
     jobs: usize,
-    mixed: bool,
+    workload: Workload,
     search_memo: bool,
+    sessions: usize,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Workload {
+    Uniform,
+    Mixed,
+    Steady,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Uniform => "uniform",
+            Workload::Mixed => "mixed",
+            Workload::Steady => "steady",
+        }
+    }
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -41,15 +62,17 @@ fn parse_args() -> Result<Args, String> {
         nodes: 1000,
         pods: 10_000,
         jobs: 100,
-        mixed: false,
+        workload: Workload::Uniform,
         search_memo: true,
+        sessions: 200,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match (flag.as_str(), value.as_str()) {
-            ("--workload", "uniform") => args.mixed = false,
-            ("--workload", "mixed") => args.mixed = true,
+            ("--workload", "uniform") => args.workload = Workload::Uniform,
+            ("--workload", "mixed") => args.workload = Workload::Mixed,
+            ("--workload", "steady") => args.workload = Workload::Steady,
             ("--search-memo", "on") => args.search_memo = true,
             ("--search-memo", "off") => args.search_memo = false,
             ("--workload" | "--search-memo", other) => {
@@ -67,6 +90,7 @@ fn parse_args() -> Result<Args, String> {
             "--nodes" => args.nodes = n,
             "--pods" => args.pods = n,
             "--jobs" => args.jobs = n.max(1),
+            "--sessions" => args.sessions = n.max(1),
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -90,8 +114,10 @@ fn meta(name: String, namespace: Option<&str>) -> ObjectMeta {
 }
 
 fn build_cluster(args: &Args) -> ClusterState {
-    if args.mixed {
-        return mixed::build(args.nodes, args.pods);
+    match args.workload {
+        Workload::Mixed => return mixed::build(args.nodes, args.pods),
+        Workload::Steady => return steady::build(args.nodes, args.pods),
+        Workload::Uniform => {}
     }
     let mut state = ClusterState::new(StateOptions::default());
     let mut queue = Queue {
@@ -203,13 +229,39 @@ fn main() {
     let build = t0.elapsed();
     let rss_before = peak_rss_kib();
 
-    let start = Instant::now();
-    let snapshot = state.snapshot();
-    let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
     let options = SessionOptions {
         search_memo: args.search_memo,
         ..SessionOptions::default()
     };
+    if args.workload == Workload::Steady {
+        let mut state = state;
+        let f = steady::run(
+            &mut state,
+            args.pods,
+            args.sessions,
+            &conf,
+            &registry,
+            &options,
+        );
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "{{\"workload\": \"steady\", \"nodes\": {}, \"running_pods\": {}, \"sessions\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.3}, \"actions_ms\": {:.3}, \"close_ms\": {:.3}, \"session_ms\": {:.3}, \"bound\": {}, \"status_writes\": {}}}",
+            args.nodes,
+            args.pods,
+            args.sessions,
+            ms(build),
+            ms(f.open),
+            ms(f.actions),
+            ms(f.close),
+            ms(f.open + f.actions + f.close),
+            f.bound,
+            f.status_writes,
+        );
+        return;
+    }
+    let start = Instant::now();
+    let snapshot = state.snapshot();
+    let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
     let mut ssn = Session::open(&snapshot, conf, &registry, options, now, "bench".into());
     let opened = start.elapsed();
     engine::actions::run_configured_actions(&mut ssn, &|| start.elapsed());
@@ -223,11 +275,11 @@ fn main() {
     let objects = (args.nodes + args.pods).max(1);
     println!(
         "{{\"workload\": \"{}\", \"search_memo\": {}, \"nodes\": {}, \"pods\": {}, \"jobs\": {}, \"threads\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.1}, \"actions_ms\": {:.1}, \"close_ms\": {:.1}, \"session_ms\": {:.1}, \"bound\": {}, \"pods_per_sec\": {:.0}, \"rss_before_session_mib\": {:.1}, \"peak_rss_mib\": {:.1}, \"peak_rss_per_object_kib\": {:.2}}}",
-        if args.mixed { "mixed" } else { "uniform" },
+        args.workload.name(),
         args.search_memo,
         args.nodes,
         args.pods,
-        if args.mixed {
+        if args.workload == Workload::Mixed {
             mixed::job_count(args.pods)
         } else {
             args.jobs

@@ -47,7 +47,7 @@ pub fn job_bundles(ssn: &Session, job: JobId, mut candidates: Vec<TaskId>) -> Ve
     });
     let j = state.job(job);
     let ready: i64 = READY.iter().map(|&s| i64::from(j.count(s))).sum();
-    let mut surplus = ready - i64::from(j.min_available);
+    let mut surplus = ready - i64::from(j.spec.min_available);
     let sum = |tasks: &[TaskId]| {
         let mut r = Resource::empty();
         for &t in tasks {
@@ -67,9 +67,10 @@ pub fn job_bundles(ssn: &Session, job: JobId, mut candidates: Vec<TaskId>) -> Ve
         }];
     }
     // Per-role minimums bind only when the job's own minimum covers them all.
-    let role_gate = j.min_available >= j.task_min_available_total;
+    let role_gate = j.spec.min_available >= j.spec.task_min_available_total;
     let mut role_surplus: Vec<(String, i64)> = if role_gate {
-        j.task_min_available
+        j.spec
+            .task_min_available
             .iter()
             .map(|(role, &min)| (role.clone(), role_occupied(ssn, job, role) - i64::from(min)))
             .collect()
@@ -174,7 +175,7 @@ pub fn sort_bundles(
             .then_with(|| victim_first(a, b).unwrap_or(Ordering::Equal))
             .then_with(|| roi(b, need).total_cmp(&roi(a, need)))
             .then_with(|| {
-                let uid = |x: &Bundle| ssn.state.job(x.job).uid.clone();
+                let uid = |x: &Bundle| ssn.state.job(x.job).spec.uid.clone();
                 uid(a).cmp(&uid(b))
             })
             .then_with(|| {

@@ -126,7 +126,7 @@ fn execute(ssn: &mut Session, kind: EvictionKind) {
         {
             let mut stmt = Statement::new();
             if let Err(reason) = evict_for_job(ssn, &mut stmt, queue, job, kind, args) {
-                tracing::debug!(job = %ssn.state.job(job).uid, action = name_of(kind), %reason, "no gang eviction");
+                tracing::debug!(job = %ssn.state.job(job).spec.uid, action = name_of(kind), %reason, "no gang eviction");
             }
             if ssn.job_pipelined(job) {
                 ssn.commit(stmt);
@@ -333,7 +333,7 @@ fn select_bundles(
 /// carries `volcano.sh/preemptable` (annotation, else label) follows it.
 fn gang_preemptable(ssn: &Session, job: JobId) -> bool {
     let j = ssn.state.job(job);
-    !j.preemptable_stated || j.preemptable
+    !j.spec.preemptable_stated || j.spec.preemptable
 }
 
 /// The dry run (`BuildNominationPlanInDomain`): evict `victims`, then pipeline every pending

@@ -1,0 +1,116 @@
+//! What a PodGroup says of its job (spec/framework.md §2.4, §5.5): names, gang sizes, the
+//! preemption stance and the status it was observed with.
+//!
+//! A spec depends only on the PodGroup object (and the default queue), so the cluster state
+//! builds it once per PodGroup version and every session that sees that version shares it
+//! (`Arc`): a session opens without parsing or copying what did not change. What depends on
+//! other objects (the queue's index, the priority from the PriorityClass) and what the session
+//! changes lives in [`JobInfo`](super::JobInfo).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::job::{JobStatus, job_status_from_api};
+use super::resource::Resource;
+
+/// See the module documentation.
+#[derive(Clone, Debug, Default)]
+pub struct JobSpec {
+    /// `<namespace>/<podgroup name>`
+    pub uid: String,
+    pub name: String,
+    pub namespace: String,
+    /// The PodGroup's Kubernetes UID (empty for a standalone pod's implicit job).
+    pub pg_uid: String,
+    /// True for the implicit one-pod job of a standalone pod: there is no PodGroup object to
+    /// write back.
+    pub implicit: bool,
+    /// The queue named by the PodGroup, or the default queue.
+    pub queue_name: String,
+    pub min_available: i32,
+    pub task_min_available: BTreeMap<String, i32>,
+    pub task_min_available_total: i32,
+    pub min_resources: Option<Resource>,
+    pub priority_class_name: String,
+    pub creation: Option<Timestamp>,
+    pub preemptable: bool,
+    /// The PodGroup carries `volcano.sh/preemptable` (annotation or label), whatever its value.
+    pub preemptable_stated: bool,
+    pub revocable_zone: String,
+    pub annotations: BTreeMap<String, String>,
+    /// The status the PodGroup was observed with (change detection at close).
+    pub baseline: Option<JobStatus>,
+}
+
+impl JobSpec {
+    pub fn new(
+        uid: String,
+        name: String,
+        namespace: String,
+        queue_name: String,
+        min_available: i32,
+    ) -> JobSpec {
+        JobSpec {
+            uid,
+            name,
+            namespace,
+            queue_name,
+            min_available,
+            ..JobSpec::default()
+        }
+    }
+
+    /// The spec of the PodGroup stored under `key` (`<namespace>/<name>`).
+    pub fn from_pod_group(key: &str, pg: &apis::PodGroup, default_queue: &str) -> JobSpec {
+        let queue_name = if pg.spec.queue.is_empty() {
+            default_queue.to_string()
+        } else {
+            pg.spec.queue.clone()
+        };
+        let mut job = JobSpec::new(
+            key.to_string(),
+            pg.metadata.name.clone().unwrap_or_default(),
+            pg.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+            queue_name,
+            pg.spec.min_member,
+        );
+        job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
+        job.task_min_available = pg.spec.min_task_member.clone();
+        job.task_min_available_total = pg.spec.min_task_member.values().sum();
+        job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);
+        job.priority_class_name = pg.spec.priority_class_name.clone();
+        job.creation = pg.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        let annotations = pg.metadata.annotations.clone().unwrap_or_default();
+        let labels = pg.metadata.labels.as_ref();
+        let stated = annotations
+            .get(apis::keys::PREEMPTABLE)
+            .or_else(|| labels.and_then(|l| l.get(apis::keys::PREEMPTABLE)));
+        job.preemptable_stated = stated.is_some();
+        job.preemptable = stated
+            .map(|v| super::task::parse_go_bool(v).unwrap_or(false))
+            .unwrap_or(false);
+        job.revocable_zone = match annotations
+            .get(apis::keys::REVOCABLE_ZONE)
+            .map(String::as_str)
+        {
+            Some("*") => "*".to_string(),
+            Some(_) => String::new(),
+            None if job.preemptable && annotations.contains_key(apis::keys::PREEMPTABLE) => {
+                "*".to_string()
+            }
+            None => String::new(),
+        };
+        job.annotations = annotations;
+        job.baseline = Some(
+            pg.status
+                .as_ref()
+                .map(job_status_from_api)
+                .unwrap_or_default(),
+        );
+        job
+    }
+}
