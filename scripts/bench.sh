@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the session benchmark (docs/benchmarks.md), each size in its own process (so peak memory
 # is per size): the uniform workload on one core and on all cores, then the mixed workload on
+# one core, then the steady workload (a new single-pod job per session among running ones) on
 # one core. Prints one JSON line per run. BENCH_MIXED_MAX caps the mixed sizes by pod count
 # (default 30000: the largest mixed size takes minutes, see docs/benchmarks.md).
 set -euo pipefail
@@ -18,4 +19,8 @@ for size in "1000 10000" "3000 30000" "10000 100000"; do
   set -- $size
   [ "$2" -le "${BENCH_MIXED_MAX:-30000}" ] || continue
   RAYON_NUM_THREADS=1 "$bin" --nodes "$1" --pods "$2" --workload mixed
+done
+for size in "500 1200" "500 5000" "2000 20000"; do
+  set -- $size
+  RAYON_NUM_THREADS=1 "$bin" --nodes "$1" --pods "$2" --workload steady --sessions 200
 done
