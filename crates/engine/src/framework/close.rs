@@ -178,7 +178,10 @@ impl Session {
                 self.state
                     .record_job_event(job, EventType::Warning, "Unschedulable", msg);
             }
-        } else if (changed || placed) && !implicit {
+        } else if (changed || (placed && not_ready_phase)) && !implicit {
+            // Volcano's `RecordJobStatusEvent`: Scheduled only with a status update (the
+            // executor would drop the repeats, but a running gang would still build one each
+            // session), plus the placed-but-not-yet-running gang above.
             self.state.record_job_event(
                 job,
                 EventType::Normal,

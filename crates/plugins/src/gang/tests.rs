@@ -404,6 +404,41 @@ fn a_gang_placed_this_session_gets_no_warning_event() {
     );
 }
 
+/// A running gang gets the Normal "Scheduled" event only when its status is written, as in
+/// Volcano's `RecordJobStatusEvent`: one whose status stays the same gets none.
+#[test]
+fn a_running_gang_gets_a_scheduled_event_only_with_a_status_update() {
+    let mut c = cluster();
+    let mut same = pod_group("ns", "same", 1);
+    same["status"] = json!({"phase": "Running", "running": 1, "conditions": [
+        {"type": "Scheduled", "status": "True", "transitionID": "old",
+         "reason": "tasks in gang are ready to be scheduled"}
+    ]});
+    c.pod_group(same);
+    add_pods(&mut c, "same", &["Running"]);
+    let mut moved = pod_group("ns", "moved", 1);
+    moved["status"] = json!({"phase": "Inqueue"});
+    c.pod_group(moved);
+    add_pods(&mut c, "moved", &["Running"]);
+    let ssn = c.session(&[&[NAME]]);
+    let decisions = ssn.close();
+    let scheduled = |name: &str| {
+        decisions
+            .events
+            .iter()
+            .filter(|e| e.object.name == name && e.reason == "Scheduled")
+            .count()
+    };
+    assert_eq!(scheduled("same"), 0, "{:?}", decisions.events);
+    assert_eq!(scheduled("moved"), 1, "{:?}", decisions.events);
+    let written: Vec<&str> = decisions
+        .pod_group_statuses
+        .iter()
+        .map(|u| u.pod_group.as_str())
+        .collect();
+    assert_eq!(written, ["ns/moved"]);
+}
+
 #[test]
 fn close_hook_marks_ready_jobs_scheduled_and_replaces_the_old_condition() {
     let mut c = cluster();
