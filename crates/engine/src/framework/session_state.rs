@@ -548,12 +548,6 @@ pub(super) fn build_state(
         }
         if let Some(j) = job {
             let info = &mut jobs[j.index()];
-            // A standalone pod's job stands for the PodGroup Volcano's controller would create
-            // for it, whose minResources are the pod's requests (spec/kubernetes.md §4.6), so
-            // the enqueue gate judges it as Volcano would.
-            if info.spec.implicit && info.spec.min_resources.is_none() {
-                info.spec_mut().min_resources = Some(task.resreq().clone());
-            }
             info.add_task(id, &task);
         }
         tasks.push(task);
@@ -624,10 +618,12 @@ fn implicit_job(
     let mut job_spec = JobSpec::new(uid, name, spec.namespace.clone(), queue.to_string(), 1);
     job_spec.implicit = true;
     job_spec.creation = spec.creation;
-    let mut job = JobInfo::from_spec(Arc::new(JobSpec {
-        priority_class_name: class,
-        ..job_spec
-    }));
+    job_spec.priority_class_name = class;
+    // It stands for the PodGroup Volcano's controller would create for the pod, whose
+    // minResources are the pod's requests (spec/kubernetes.md §4.6), so the enqueue gate
+    // judges it as Volcano would.
+    job_spec.min_resources = Some(spec.resreq.clone());
+    let mut job = JobInfo::from_spec(Arc::new(job_spec));
     job.queue = Some(qid);
     job.priority = snapshot.job_priority(&job.spec.priority_class_name);
     job
