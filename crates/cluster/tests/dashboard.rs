@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use engine::framework::{Decisions, JobMetrics, QueueMetrics};
+use engine::framework::{Decisions, JobFigures, JobMetrics, QueueMetrics};
 use engine::model::Resource;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
@@ -302,15 +302,18 @@ fn metrics_with_every_family() -> std::sync::Arc<Metrics> {
     );
     d.job_metrics.insert(
         "ns/pg".to_owned(),
-        JobMetrics {
-            namespace: "ns".to_owned(),
-            name: "pg".to_owned(),
-            queue: "q1".to_owned(),
-            unschedule_task_count: Some(2),
-            retried: true,
-            share: Some(0.1),
-            ..JobMetrics::default()
-        },
+        JobMetrics::labelled(
+            "ns",
+            "pg",
+            "q1",
+            None,
+            JobFigures {
+                unschedule_task_count: Some(2),
+                retried: true,
+                share: Some(0.1),
+                ..JobFigures::default()
+            },
+        ),
     );
     m.record_decisions(&d);
 

@@ -77,7 +77,8 @@ impl Plugin for GangPlugin {
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         for job in ssn.job_ids() {
             let j = ssn.job(job);
-            if j.spec.implicit {
+            // The flag spares a PodGroup lookup for every job of every session.
+            if j.spec.implicit || !j.spec.has_sub_group_policy {
                 continue;
             }
             if let Some(pg) = ssn.snapshot().pod_group(&j.spec.uid)

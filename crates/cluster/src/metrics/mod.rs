@@ -422,10 +422,8 @@ impl Metrics {
         }
         for (uid, m) in &d.job_metrics {
             if unchanged(uid, m) {
-                if m.retried {
-                    self.job_retry_counts
-                        .with_label_values(&[m.name.as_str()])
-                        .inc();
+                if m.figures.retried {
+                    self.job_retry_counts.with_label_values(&[m.name()]).inc();
                 }
             } else {
                 self.record_job(m);
@@ -448,19 +446,17 @@ impl Metrics {
     /// `job_retry_counts` by PodGroup name only, so same-named jobs of two namespaces share
     /// those series.
     fn record_job(&self, m: &JobMetrics) {
-        if let Some(missing) = m.unschedule_task_count {
+        if let Some(missing) = m.figures.unschedule_task_count {
             self.unschedule_task_count
-                .with_label_values(&[m.name.as_str()])
+                .with_label_values(&[m.name()])
                 .set(i64::from(missing));
         }
-        if m.retried {
-            self.job_retry_counts
-                .with_label_values(&[m.name.as_str()])
-                .inc();
+        if m.figures.retried {
+            self.job_retry_counts.with_label_values(&[m.name()]).inc();
         }
-        if let Some(share) = m.share {
+        if let Some(share) = m.figures.share {
             self.job_share
-                .with_label_values(&[m.namespace.as_str(), m.name.as_str()])
+                .with_label_values(&[m.namespace(), m.name()])
                 .set(share);
         }
     }

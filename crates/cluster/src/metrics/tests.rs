@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use engine::framework::JobFigures;
 
 /// Boundaries of §10.1, as printed there (rounded to 4 significant digits).
 const BUCKET_TABLE: &[(f64, f64, usize, &[f64])] = &[
@@ -164,27 +165,31 @@ fn sample_decisions() -> Decisions {
     };
     d.job_metrics.insert(
         "ns/pg".to_owned(),
-        JobMetrics {
-            namespace: "ns".to_owned(),
-            name: "pg".to_owned(),
-            queue: "q1".to_owned(),
-            unschedule_task_count: Some(3),
-            retried: true,
-            share: Some(0.25),
-            ..JobMetrics::default()
-        },
+        JobMetrics::labelled(
+            "ns",
+            "pg",
+            "q1",
+            None,
+            JobFigures {
+                unschedule_task_count: Some(3),
+                retried: true,
+                share: Some(0.25),
+                ..JobFigures::default()
+            },
+        ),
     );
     d.job_metrics.insert(
         "ns/ready".to_owned(),
-        JobMetrics {
-            namespace: "ns".to_owned(),
-            name: "ready".to_owned(),
-            queue: "q1".to_owned(),
-            unschedule_task_count: Some(0),
-            retried: false,
-            share: None,
-            ..JobMetrics::default()
-        },
+        JobMetrics::labelled(
+            "ns",
+            "ready",
+            "q1",
+            None,
+            JobFigures {
+                unschedule_task_count: Some(0),
+                ..JobFigures::default()
+            },
+        ),
     );
     d.queue_metrics.insert("q1".to_owned(), gpu_queue_metrics());
     d.queue_metrics.insert(

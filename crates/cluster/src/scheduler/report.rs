@@ -30,19 +30,23 @@ struct SeenJob {
 
 /// The job's gauges would be set to what they hold.
 fn same_series(last: &JobMetrics, m: &JobMetrics) -> bool {
-    last.namespace == m.namespace
-        && last.name == m.name
-        && last.queue == m.queue
-        && last.unschedule_task_count == m.unschedule_task_count
-        && last.share == m.share
-        && last.creation == m.creation
+    last.figures.unschedule_task_count == m.figures.unschedule_task_count
+        && last.figures.share == m.figures.share
+        && same_labels(last, m)
+        && last.creation() == m.creation()
+}
+
+/// The same namespace, name and queue; a job's shared spec is compared by pointer first.
+fn same_labels(last: &JobMetrics, m: &JobMetrics) -> bool {
+    std::sync::Arc::ptr_eq(&last.job, &m.job)
+        || (last.namespace(), last.name(), last.queue()) == (m.namespace(), m.name(), m.queue())
 }
 
 fn labels(m: &JobMetrics) -> JobLabels<'_> {
     JobLabels {
-        namespace: &m.namespace,
-        name: &m.name,
-        queue: &m.queue,
+        namespace: m.namespace(),
+        name: m.name(),
+        queue: m.queue(),
     }
 }
 
@@ -106,7 +110,7 @@ fn job_and_queue_lifecycle(
         let present = d.job_metrics.contains_key(uid);
         if !present {
             metrics.remove_job(labels(&s.last));
-            removed_names.insert(s.last.name.clone());
+            removed_names.insert(s.last.name().to_string());
         }
         present
     });
@@ -114,25 +118,22 @@ fn job_and_queue_lifecycle(
         let last = seen.jobs.get(uid);
         if !last.is_some_and(|s| s.intact && same_series(&s.last, m)) {
             if let Some(s) = last
-                && (&s.last.namespace, &s.last.name, &s.last.queue)
-                    != (&m.namespace, &m.name, &m.queue)
+                && !same_labels(&s.last, m)
             {
                 metrics.remove_job(labels(&s.last));
-                removed_names.insert(s.last.name.clone());
+                removed_names.insert(s.last.name().to_string());
             }
-            if let Some(created) = m.creation {
+            if let Some(created) = m.creation() {
                 metrics.set_job_start_time(labels(m), created);
             }
-            let last = JobMetrics {
-                retried: false,
-                placed: 0,
-                ..m.clone()
-            };
+            let mut last = m.clone();
+            last.figures.retried = false;
+            last.figures.placed = 0;
             seen.jobs
                 .insert(uid.clone(), SeenJob { last, intact: true });
         }
-        if m.placed > 0
-            && let Some(created) = m.creation
+        if m.figures.placed > 0
+            && let Some(created) = m.creation()
             && let Ok(age) = Duration::try_from(now.duration_since(created))
         {
             metrics.job_task_allocated(labels(m), age, now);
@@ -140,7 +141,7 @@ fn job_and_queue_lifecycle(
     }
     if !removed_names.is_empty() {
         for s in seen.jobs.values_mut() {
-            if removed_names.contains(&s.last.name) {
+            if removed_names.contains(s.last.name()) {
                 s.intact = false;
             }
         }

@@ -426,14 +426,16 @@ async fn a_leader_with_a_stale_lease_decides_nothing() {
 }
 
 fn job_figures(ns: &str, name: &str, unschedulable: i32) -> engine::framework::JobMetrics {
-    engine::framework::JobMetrics {
-        namespace: ns.into(),
-        name: name.into(),
-        queue: "q".into(),
-        unschedule_task_count: Some(unschedulable),
-        creation: Some(Timestamp::UNIX_EPOCH),
-        ..Default::default()
-    }
+    engine::framework::JobMetrics::labelled(
+        ns,
+        name,
+        "q",
+        Some(Timestamp::UNIX_EPOCH),
+        engine::framework::JobFigures {
+            unschedule_task_count: Some(unschedulable),
+            ..Default::default()
+        },
+    )
 }
 
 fn gauge(metrics: &Metrics, family: &str, label: &str) -> Option<String> {

@@ -65,21 +65,20 @@ impl Session {
             }
         }
         let mut metrics = std::mem::take(&mut state.job_metrics);
-        for (i, j) in state.jobs.iter().enumerate() {
-            let placed = (j.count(TaskStatus::Binding) + j.count(TaskStatus::Pipelined)) as usize;
-            if placed > 0 {
-                metrics.entry(JobId::from_index(i)).or_default().placed = placed;
-            }
-        }
+        metrics.resize_with(state.jobs.len(), Default::default);
         // Standalone pods' implicit jobs too, under the name Volcano's controller gives their
         // PodGroup (`podgroup-<pod uid>`): gang counts them in `unschedule_job_count`, so
         // `unschedule_task_count` has their series, as in Volcano.
-        for (job, mut m) in metrics {
-            let j = &state.jobs[job.index()];
-            m.namespace = j.spec.namespace.clone();
-            m.name = j.spec.name.clone();
-            m.queue = j.spec.queue_name.clone();
-            m.creation = j.spec.creation;
+        for (j, mut figures) in state.jobs.iter().zip(metrics) {
+            figures.placed =
+                (j.count(TaskStatus::Binding) + j.count(TaskStatus::Pipelined)) as usize;
+            if figures.is_empty() {
+                continue;
+            }
+            let m = super::decisions::JobMetrics {
+                job: j.spec.clone(),
+                figures,
+            };
             state.decisions.job_metrics.insert(j.spec.uid.clone(), m);
         }
         let mut decisions = std::mem::take(&mut state.decisions);
@@ -94,7 +93,7 @@ impl Session {
         let unschedulable = j.status.conditions.iter().any(|c| {
             c.type_ == apis::condition_type::UNSCHEDULABLE
                 && c.status == apis::condition_status::TRUE
-                && c.transition_id == *uid
+                && (c.transition_id == *uid || j.renewed_condition == Some(c.type_.as_str()))
         });
         let running = j.count(TaskStatus::Running) as i32;
         let releasing_on_node = if j.count(TaskStatus::Releasing) == 0 {
@@ -136,23 +135,30 @@ impl Session {
         }
         let counts = self.compute_job_counts(job);
         let j = &mut self.state.jobs[job.index()];
-        if j.status.phase != counts.phase {
-            counts.phase.clone_into(&mut j.status.phase);
+        let s = &j.status;
+        if s.phase != counts.phase
+            || s.running != counts.running
+            || s.succeeded != counts.succeeded
+            || s.failed != counts.failed
+        {
+            let s = j.status_mut();
+            if s.phase != counts.phase {
+                counts.phase.clone_into(&mut s.phase);
+            }
+            s.running = counts.running;
+            s.succeeded = counts.succeeded;
+            s.failed = counts.failed;
         }
-        j.status.running = counts.running;
-        j.status.succeeded = counts.succeeded;
-        j.status.failed = counts.failed;
-        let status = &j.status;
-        let changed = j
-            .spec
-            .baseline
-            .as_ref()
-            .is_none_or(|b| status.differs_from(b));
+        // Still the observed status itself: nothing changed.
+        let changed = match &j.spec.baseline {
+            None => true,
+            Some(b) => !std::sync::Arc::ptr_eq(&j.status, b) && j.status.differs_from(b),
+        };
         let implicit = j.spec.implicit;
         if changed && !implicit {
             let update = PodGroupStatusUpdate {
                 pod_group: j.spec.uid.clone(),
-                status: status.clone(),
+                status: self.state.written_job_status(job),
             };
             self.state.decisions.pod_group_statuses.push(update);
         }

@@ -128,24 +128,86 @@ pub struct QueueMetrics {
     pub overused: Option<bool>,
 }
 
-/// Per-job figures for the job metrics (`volcano_unschedule_task_count`,
-/// `volcano_job_retry_counts`, `volcano_job_share`), filled by plugins at close.
+/// A plugin's figures for one job in a session (`SessionState::job_metrics_mut`).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct JobMetrics {
-    pub namespace: String,
-    /// PodGroup name (Volcano labels job metrics with it).
-    pub name: String,
-    pub queue: String,
+pub struct JobFigures {
     /// `minMember − schedulable` for a job that is not ready, 0 for a ready one.
     pub unschedule_task_count: Option<i32>,
     /// The job was unready this session (counts one retry).
     pub retried: bool,
     /// DRF dominant share.
     pub share: Option<f64>,
-    /// PodGroup creation time.
-    pub creation: Option<k8s_openapi::jiff::Timestamp>,
     /// Tasks this session bound or pipelined.
     pub placed: usize,
+}
+
+impl JobFigures {
+    /// No plugin reported anything.
+    pub fn is_empty(&self) -> bool {
+        *self == JobFigures::default()
+    }
+}
+
+/// Per-job figures for the job metrics (`volcano_unschedule_task_count`,
+/// `volcano_job_retry_counts`, `volcano_job_share`), filled by plugins at close. The labels
+/// come from the job's shared spec, so a session reports every job without copying names.
+#[derive(Clone, Debug, Default)]
+pub struct JobMetrics {
+    /// The job: its namespace, PodGroup name, queue and creation time label the series.
+    pub job: std::sync::Arc<crate::model::JobSpec>,
+    pub figures: JobFigures,
+}
+
+impl JobMetrics {
+    /// Figures for a job known only by its labels (tests, and callers outside a session).
+    pub fn labelled(
+        namespace: &str,
+        name: &str,
+        queue: &str,
+        creation: Option<k8s_openapi::jiff::Timestamp>,
+        figures: JobFigures,
+    ) -> JobMetrics {
+        let mut spec = crate::model::JobSpec::new(
+            format!("{namespace}/{name}"),
+            name.to_string(),
+            namespace.to_string(),
+            queue.to_string(),
+            0,
+        );
+        spec.creation = creation;
+        JobMetrics {
+            job: std::sync::Arc::new(spec),
+            figures,
+        }
+    }
+    pub fn namespace(&self) -> &str {
+        &self.job.namespace
+    }
+    /// PodGroup name (Volcano labels job metrics with it).
+    pub fn name(&self) -> &str {
+        &self.job.name
+    }
+    pub fn queue(&self) -> &str {
+        &self.job.queue_name
+    }
+    /// PodGroup creation time.
+    pub fn creation(&self) -> Option<k8s_openapi::jiff::Timestamp> {
+        self.job.creation
+    }
+}
+
+impl PartialEq for JobMetrics {
+    fn eq(&self, other: &Self) -> bool {
+        self.figures == other.figures
+            && (std::sync::Arc::ptr_eq(&self.job, &other.job)
+                || (self.namespace(), self.name(), self.queue(), self.creation())
+                    == (
+                        other.namespace(),
+                        other.name(),
+                        other.queue(),
+                        other.creation(),
+                    ))
+    }
 }
 
 /// How long one plugin hook took (`volcano_plugin_scheduling_latency_milliseconds`).

@@ -6,8 +6,10 @@
 //! are private to the framework: plugins and actions read through accessors and change the outputs
 //! through the methods below, so that every write has one place where it happens.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -97,9 +99,11 @@ pub struct SessionState {
     pub(super) jobs: Vec<JobInfo>,
     pub(super) nodes: Vec<NodeInfo>,
     pub(super) queues: Vec<QueueInfo>,
-    pub(super) job_by_uid: HashMap<String, JobId>,
-    pub(super) node_by_name: HashMap<String, NodeId>,
-    pub(super) queue_by_name: HashMap<String, QueueId>,
+    // Fx hashing: these are rebuilt and probed for every object in every session, and their
+    // keys are names from the cluster state, not input an attacker picks to collide per session.
+    pub(super) job_by_uid: FxHashMap<String, JobId>,
+    pub(super) node_by_name: FxHashMap<String, NodeId>,
+    pub(super) queue_by_name: FxHashMap<String, QueueId>,
     /// Σ allocatable of the session's nodes.
     pub(super) total_resource: Resource,
     pub(super) snapshot: Snapshot,
@@ -112,7 +116,7 @@ pub struct SessionState {
     /// Filled by fairness plugins at close.
     pub(super) queue_metrics: BTreeMap<QueueId, QueueMetrics>,
     /// Filled by plugins (gang, drf) for the job metrics.
-    pub(super) job_metrics: BTreeMap<JobId, super::decisions::JobMetrics>,
+    pub(super) job_metrics: Vec<super::decisions::JobFigures>,
     /// Events recorded by plugins and actions during the session.
     pub(super) events: Vec<super::decisions::Event>,
     /// What the session decided so far.
@@ -188,8 +192,8 @@ impl SessionState {
         &self.queue_metrics
     }
     /// Job metrics filled by plugins so far.
-    pub fn job_metrics(&self) -> &BTreeMap<JobId, super::decisions::JobMetrics> {
-        &self.job_metrics
+    pub fn job_metrics(&self, job: JobId) -> Option<&super::decisions::JobFigures> {
+        self.job_metrics.get(job.index()).filter(|f| !f.is_empty())
     }
     /// Events recorded so far.
     pub fn events(&self) -> &[super::decisions::Event] {
@@ -336,34 +340,49 @@ impl SessionState {
     }
 
     pub fn set_job_condition(&mut self, job: JobId, cond: JobCondition) {
-        self.jobs[job.index()].status.set_condition(cond);
+        let j = &mut self.jobs[job.index()];
+        if j.renewed_condition == Some(cond.type_.as_str()) {
+            j.renewed_condition = None;
+        }
+        j.status_mut().set_condition(cond);
     }
 
     /// When the job holds a condition of this type, status, reason and an empty message,
-    /// stamps it with this session (transition ID and time) as
-    /// [`set_job_condition`](Self::set_job_condition) of the same condition would, without
-    /// building one, and returns true. Every session renews every running gang's condition.
+    /// renews it with this session (transition ID and time) as
+    /// [`set_job_condition`](Self::set_job_condition) of the same condition would, and returns
+    /// true. Every session renews every running gang's condition; the stamp changes nothing
+    /// the status comparison looks at, so it is put on the status only if the status is
+    /// written ([`SessionState::written_job_status`]).
     pub fn renew_job_condition(
         &mut self,
         job: JobId,
-        type_: &str,
+        type_: &'static str,
         status: &str,
         reason: &str,
     ) -> bool {
-        let (uid, now) = (&self.uid, self.now);
-        let found = self.jobs[job.index()]
-            .status
-            .conditions
-            .iter_mut()
-            .find(|c| c.type_ == type_);
+        let j = &mut self.jobs[job.index()];
+        let found = j.status.conditions.iter().find(|c| c.type_ == type_);
         match found {
             Some(c) if c.status == status && c.reason == reason && c.message.is_empty() => {
-                uid.clone_into(&mut c.transition_id);
-                c.last_transition_time = Some(now);
+                j.renewed_condition = Some(type_);
                 true
             }
             _ => false,
         }
+    }
+
+    /// The job's status as it is written: with the renewal of
+    /// [`renew_job_condition`](Self::renew_job_condition) stamped on.
+    pub(super) fn written_job_status(&self, job: JobId) -> crate::model::job::JobStatus {
+        let j = &self.jobs[job.index()];
+        let mut status = (*j.status).clone();
+        if let Some(type_) = j.renewed_condition
+            && let Some(c) = status.conditions.iter_mut().find(|c| c.type_ == type_)
+        {
+            self.uid.clone_into(&mut c.transition_id);
+            c.last_transition_time = Some(self.now);
+        }
+        status
     }
 
     /// Records an event.
@@ -373,7 +392,10 @@ impl SessionState {
 
     /// Sets a PodGroup's phase (the close compares it with the phase it had).
     pub fn set_job_phase(&mut self, job: JobId, phase: &str) {
-        phase.clone_into(&mut self.jobs[job.index()].status.phase);
+        let j = &mut self.jobs[job.index()];
+        if j.status.phase != phase {
+            phase.clone_into(&mut j.status_mut().phase);
+        }
     }
 
     /// Why a task found no node this session (`nodes_fit_errors`, read by the close).
@@ -397,8 +419,12 @@ impl SessionState {
     }
 
     /// A plugin's figures for a job, shown in the job metrics.
-    pub fn job_metrics_mut(&mut self, job: JobId) -> &mut super::decisions::JobMetrics {
-        self.job_metrics.entry(job).or_default()
+    pub fn job_metrics_mut(&mut self, job: JobId) -> &mut super::decisions::JobFigures {
+        if self.job_metrics.len() <= job.index() {
+            self.job_metrics
+                .resize_with(self.jobs.len().max(job.index() + 1), Default::default);
+        }
+        &mut self.job_metrics[job.index()]
     }
 
     /// Where the next feasible-node search starts (Volcano's rotating
@@ -458,14 +484,14 @@ pub(super) fn build_state(
     uid: String,
 ) -> SessionState {
     let mut queues = Vec::new();
-    let mut queue_by_name = HashMap::new();
+    let mut queue_by_name = FxHashMap::default();
     for q in snapshot.queues() {
         queue_by_name.insert(q.name.clone(), QueueId::from_index(queues.len()));
         queues.push(QueueInfo { spec: q.clone() });
     }
 
     let mut nodes = Vec::new();
-    let mut node_by_name = HashMap::new();
+    let mut node_by_name = FxHashMap::default();
     let mut total_resource = Resource::empty();
     for n in snapshot.nodes_in_order() {
         node_by_name.insert(n.name.clone(), NodeId::from_index(nodes.len()));
@@ -478,7 +504,7 @@ pub(super) fn build_state(
     // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we
     // also say why on the PodGroup (the executor publishes an identical event once).
     let mut jobs: Vec<JobInfo> = Vec::new();
-    let mut job_by_uid = HashMap::new();
+    let mut job_by_uid = FxHashMap::default();
     let mut events = Vec::new();
     for (pg, spec) in snapshot.pod_group_jobs() {
         let Some(&queue) = queue_by_name.get(&spec.queue_name) else {
@@ -575,7 +601,7 @@ pub(super) fn build_state(
         options,
         current_action: String::new(),
         queue_metrics: BTreeMap::new(),
-        job_metrics: BTreeMap::new(),
+        job_metrics: Vec::new(),
         events,
         decisions: Decisions::default(),
         last_processed_node_index: 0,

@@ -92,7 +92,13 @@ pub struct JobInfo {
     pending_best_effort: u32,
     pub allocated: Resource,
     pub total_request: Resource,
-    pub status: JobStatus,
+    /// Shared with the spec's observed status until the session changes it
+    /// ([`JobInfo::status_mut`]): a job with nothing new costs no copy.
+    pub status: Arc<JobStatus>,
+    /// A condition type whose unchanged condition this session renewed: its transition ID
+    /// and time are stamped only on a status that is written (`renew_job_condition`), since
+    /// the change check ignores them and nothing else reads them.
+    pub renewed_condition: Option<&'static str>,
     pub nodes_fit_errors: HashMap<TaskId, FitErrors>,
     pub job_fit_errors: String,
 }
@@ -113,6 +119,7 @@ impl JobInfo {
     pub fn from_spec(spec: Arc<JobSpec>) -> Self {
         JobInfo {
             status: spec.baseline.clone().unwrap_or_default(),
+            renewed_condition: None,
             spec,
             owned: true,
             queue: None,
@@ -125,6 +132,11 @@ impl JobInfo {
             nodes_fit_errors: HashMap::new(),
             job_fit_errors: String::new(),
         }
+    }
+
+    /// The status to change, copied first if the observed status still shares it.
+    pub fn status_mut(&mut self) -> &mut JobStatus {
+        Arc::make_mut(&mut self.status)
     }
 
     /// The spec to change, copied first if another session shares it (for jobs built by

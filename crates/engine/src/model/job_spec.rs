@@ -8,6 +8,7 @@
 //! changes lives in [`JobInfo`](super::JobInfo).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 
@@ -39,8 +40,11 @@ pub struct JobSpec {
     pub preemptable_stated: bool,
     pub revocable_zone: String,
     pub annotations: BTreeMap<String, String>,
-    /// The status the PodGroup was observed with (change detection at close).
-    pub baseline: Option<JobStatus>,
+    /// The PodGroup sets `spec.subGroupPolicy` (gang reads the policies from the PodGroup).
+    pub has_sub_group_policy: bool,
+    /// The status the PodGroup was observed with (change detection at close). Shared with
+    /// every session's `JobInfo::status` until a session changes it (copy on write).
+    pub baseline: Option<Arc<JobStatus>>,
 }
 
 impl JobSpec {
@@ -79,6 +83,7 @@ impl JobSpec {
             pg.spec.min_member,
         );
         job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
+        job.has_sub_group_policy = !pg.spec.sub_group_policy.is_empty();
         job.task_min_available = pg.spec.min_task_member.clone();
         job.task_min_available_total = pg.spec.min_task_member.values().sum();
         job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);
@@ -105,12 +110,12 @@ impl JobSpec {
             None => String::new(),
         };
         job.annotations = annotations;
-        job.baseline = Some(
+        job.baseline = Some(Arc::new(
             pg.status
                 .as_ref()
                 .map(job_status_from_api)
                 .unwrap_or_default(),
-        );
+        ));
         job
     }
 }

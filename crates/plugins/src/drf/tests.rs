@@ -345,9 +345,13 @@ fn close_reports_every_job_share() {
     drf.on_session_open(&mut ssn.state);
     drf.on_session_close(&mut ssn.state);
     let a = ssn.state.job_by_key("ns/job-a");
-    let share = ssn.state.job_metrics().get(&a).and_then(|m| m.share);
+    let share = ssn.state.job_metrics(a).and_then(|m| m.share);
     assert_close(share.expect("share reported"), 0.3);
-    assert_eq!(ssn.state.job_metrics().len(), 2);
+    let reported = ssn
+        .state
+        .job_ids()
+        .filter(|j| ssn.state.job_metrics(*j).is_some());
+    assert_eq!(reported.count(), 2);
 }
 
 // ---- HDRF tree (§3.8, §3.9) --------------------------------------------------------------

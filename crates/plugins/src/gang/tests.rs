@@ -370,9 +370,9 @@ fn standalone_pods_count_in_both_unschedulable_metrics() {
     let m = decisions
         .job_metrics
         .values()
-        .find(|m| m.name == "podgroup-uid-ns-big")
+        .find(|m| m.name() == "podgroup-uid-ns-big")
         .expect("a series for the standalone pod's job");
-    assert_eq!(m.unschedule_task_count, Some(1));
+    assert_eq!(m.figures.unschedule_task_count, Some(1));
 }
 
 /// A gang placed in this session is still Inqueue at close (its binds have not landed):
@@ -437,6 +437,34 @@ fn a_running_gang_gets_a_scheduled_event_only_with_a_status_update() {
         .map(|u| u.pod_group.as_str())
         .collect();
     assert_eq!(written, ["ns/moved"]);
+}
+
+/// Every session renews a running gang's unchanged Scheduled condition with its own
+/// transition ID and time, as Volcano does. The status comparison ignores both, so the
+/// renewal is seen only on a status written for another reason: there it must be stamped.
+#[test]
+fn a_renewed_condition_is_stamped_on_a_written_status_only() {
+    let mut c = cluster();
+    let scheduled = json!({"type": "Scheduled", "status": "True", "transitionID": "old",
+        "lastTransitionTime": "2020-01-01T00:00:00Z",
+        "reason": "tasks in gang are ready to be scheduled"});
+    let mut same = pod_group("ns", "same", 1);
+    same["status"] = json!({"phase": "Running", "running": 1, "conditions": [scheduled]});
+    c.pod_group(same);
+    add_pods(&mut c, "same", &["Running"]);
+    let mut grown = pod_group("ns", "grown", 1);
+    grown["status"] = json!({"phase": "Running", "running": 1, "conditions": [scheduled]});
+    c.pod_group(grown);
+    add_pods(&mut c, "grown", &["Running", "Running"]);
+    let decisions = c.session(&[&[NAME]]).close();
+    let written: Vec<_> = decisions.pod_group_statuses.iter().collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0].pod_group, "ns/grown");
+    assert_eq!(written[0].status.running, 2);
+    let cond = &written[0].status.conditions[0];
+    assert_eq!(cond.type_, "Scheduled");
+    assert_eq!(cond.transition_id, SESSION_UID);
+    assert_eq!(cond.last_transition_time, Some(test_now()));
 }
 
 #[test]
