@@ -398,17 +398,14 @@ impl Metrics {
     /// unschedulable job count (when gang ran), and one `unschedulable` attempt per task left
     /// pending.
     pub fn record_decisions(&self, d: &Decisions) {
-        self.record_decisions_with(d, |_, _| false);
+        self.record_decisions_with(d, |_| false);
     }
 
     /// [`record_decisions`](Self::record_decisions), leaving alone the gauges of the jobs
     /// `unchanged` says were reported with the same figures before (their retries still
     /// count): in steady state most jobs' figures stay the same from one session to the next.
-    pub fn record_decisions_with(
-        &self,
-        d: &Decisions,
-        unchanged: impl Fn(&str, &JobMetrics) -> bool,
-    ) {
+    /// `unchanged` gets each job's position in `d.job_metrics`' order.
+    pub fn record_decisions_with(&self, d: &Decisions, unchanged: impl Fn(usize) -> bool) {
         let decided = !d.binds.is_empty() || !d.pipelined.is_empty() || !d.evictions.is_empty();
         self.sessions
             .with_label_values(&[if decided {
@@ -420,8 +417,8 @@ impl Metrics {
         for (queue, m) in &d.queue_metrics {
             self.record_queue(queue, m);
         }
-        for (uid, m) in &d.job_metrics {
-            if unchanged(uid, m) {
+        for (i, m) in d.job_metrics.values().enumerate() {
+            if unchanged(i) {
                 if m.figures.retried {
                     self.job_retry_counts.with_label_values(&[m.name()]).inc();
                 }

@@ -1,13 +1,14 @@
 //! What a cycle reports besides its writes: metrics of the session, runtime invariant
 //! violations, and events for plugins the configuration names but this build lacks.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
 use engine::framework::{Decisions, Event, EventType, JobMetrics, ObjectRef};
 use engine::state::invariants::Violation;
 use k8s_openapi::jiff::Timestamp;
+use rustc_hash::FxHashMap;
 
 use crate::metrics::{JobLabels, Metrics, TaskStage};
 use crate::shared::Shared;
@@ -18,7 +19,9 @@ use crate::shared::Shared;
 pub(super) struct SeenSeries {
     queues: BTreeSet<String>,
     /// By job uid: the figures last reported (without the session's retry and placements).
-    jobs: HashMap<String, SeenJob>,
+    jobs: FxHashMap<String, SeenJob>,
+    /// Counts sessions; a job reported in this one carries its number ([`SeenJob::reported_in`]).
+    session: u64,
 }
 
 struct SeenJob {
@@ -26,6 +29,9 @@ struct SeenJob {
     /// False once a series it shares (Volcano labels some by PodGroup name only) was
     /// deleted for another job: its figures are then set again.
     intact: bool,
+    /// The last session that reported the job: one that did not report it any more removes
+    /// its series without looking every seen job up in the session's figures.
+    reported_in: u64,
 }
 
 /// The job's gauges would be set to what they hold.
@@ -81,12 +87,23 @@ pub(super) fn record_decisions(
     seen: &mut SeenSeries,
     now: Timestamp,
 ) {
-    metrics.record_decisions_with(decisions, |uid, m| {
-        seen.jobs
-            .get(uid)
-            .is_some_and(|s| s.intact && same_series(&s.last, m))
-    });
-    job_and_queue_lifecycle(metrics, decisions, seen, now);
+    seen.session += 1;
+    let session = seen.session;
+    // One lookup per job: whether its series already hold these figures, and a mark that
+    // it is still reported.
+    let unchanged: Vec<bool> = decisions
+        .job_metrics
+        .iter()
+        .map(|(uid, m)| match seen.jobs.get_mut(uid.as_str()) {
+            Some(s) => {
+                s.reported_in = session;
+                s.intact && same_series(&s.last, m)
+            }
+            None => false,
+        })
+        .collect();
+    metrics.record_decisions_with(decisions, |i| unchanged[i]);
+    job_and_queue_lifecycle(metrics, decisions, seen, &unchanged, now);
 }
 
 /// Job e2e gauges for this session, and removal of the series of queues and jobs that left the
@@ -95,6 +112,7 @@ fn job_and_queue_lifecycle(
     metrics: &Metrics,
     d: &Decisions,
     seen: &mut SeenSeries,
+    unchanged: &[bool],
     now: Timestamp,
 ) {
     for gone in seen
@@ -106,17 +124,18 @@ fn job_and_queue_lifecycle(
     }
     seen.queues = d.queue_metrics.keys().cloned().collect();
     let mut removed_names = BTreeSet::new();
-    seen.jobs.retain(|uid, s| {
-        let present = d.job_metrics.contains_key(uid);
+    let session = seen.session;
+    seen.jobs.retain(|_, s| {
+        let present = s.reported_in == session;
         if !present {
             metrics.remove_job(labels(&s.last));
             removed_names.insert(s.last.name().to_string());
         }
         present
     });
-    for (uid, m) in &d.job_metrics {
-        let last = seen.jobs.get(uid);
-        if !last.is_some_and(|s| s.intact && same_series(&s.last, m)) {
+    for ((uid, m), &same) in d.job_metrics.iter().zip(unchanged) {
+        if !same {
+            let last = seen.jobs.get(uid.as_str());
             if let Some(s) = last
                 && !same_labels(&s.last, m)
             {
@@ -129,8 +148,12 @@ fn job_and_queue_lifecycle(
             let mut last = m.clone();
             last.figures.retried = false;
             last.figures.placed = 0;
-            seen.jobs
-                .insert(uid.clone(), SeenJob { last, intact: true });
+            let seen_job = SeenJob {
+                last,
+                intact: true,
+                reported_in: session,
+            };
+            seen.jobs.insert(uid.clone(), seen_job);
         }
         if m.figures.placed > 0
             && let Some(created) = m.creation()

@@ -102,7 +102,8 @@ pub struct SessionState {
     // Fx hashing: these are rebuilt and probed for every object in every session, and their
     // keys are names from the cluster state, not input an attacker picks to collide per session.
     pub(super) job_by_uid: FxHashMap<String, JobId>,
-    pub(super) node_by_name: FxHashMap<String, NodeId>,
+    /// Shared with the snapshot's node table while the nodes do not change.
+    pub(super) node_by_name: Arc<FxHashMap<String, NodeId>>,
     pub(super) queue_by_name: FxHashMap<String, QueueId>,
     /// Σ allocatable of the session's nodes.
     pub(super) total_resource: Resource,
@@ -490,16 +491,18 @@ pub(super) fn build_state(
         queues.push(QueueInfo { spec: q.clone() });
     }
 
-    let mut nodes = Vec::new();
-    let mut node_by_name = FxHashMap::default();
-    let mut total_resource = Resource::empty();
-    for n in snapshot.nodes_in_order() {
-        node_by_name.insert(n.name.clone(), NodeId::from_index(nodes.len()));
-        total_resource.add(&n.allocatable);
-        let mut info = NodeInfo::new(n.clone());
-        info.usage = snapshot.node_usage(&n.name);
-        nodes.push(info);
-    }
+    let node_table = snapshot.node_table();
+    let mut nodes: Vec<NodeInfo> = node_table
+        .specs
+        .iter()
+        .zip(&node_table.usage)
+        .map(|(n, usage)| NodeInfo {
+            usage: *usage,
+            ..NodeInfo::new(n.clone())
+        })
+        .collect();
+    let node_by_name = node_table.by_name.clone();
+    let total_resource = node_table.total_allocatable.clone();
 
     // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we
     // also say why on the PodGroup (the executor publishes an identical event once).

@@ -7,7 +7,7 @@
 //! half-applied event and the watchers never wait for a session.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use apis::{PodGroup, Queue};
 use k8s_openapi::api::core::v1::{
@@ -105,6 +105,9 @@ pub struct ClusterState {
     /// Claims, volumes, storage classes and CSI nodes (`storage.rs`).
     storage: storage::StorageTables,
     next_node_seq: u64,
+    /// Built on the first snapshot after the nodes or their load changed; shared by the
+    /// snapshots taken since ([`ClusterState::node_table`]).
+    node_table: OnceLock<Arc<NodeTable>>,
 }
 
 /// A pod of ours waiting for a node.
@@ -155,7 +158,22 @@ impl ClusterState {
 
     /// A snapshot for a session: shares every table with the state.
     pub fn snapshot(&self) -> Snapshot {
+        // Built here, before the copy, so the state keeps it for the snapshots to come.
+        let _ = self.node_table();
         self.clone()
+    }
+
+    /// The nodes in first-seen order with their name index, summed allocatable and load.
+    pub fn node_table(&self) -> &Arc<NodeTable> {
+        self.node_table.get_or_init(|| {
+            let specs = self.nodes_in_order().into_iter().cloned().collect();
+            Arc::new(NodeTable::build(specs, |name| self.node_usage(name)))
+        })
+    }
+
+    /// The nodes or their load changed: the next snapshot builds the node table again.
+    fn nodes_changed(&mut self) {
+        self.node_table = OnceLock::new();
     }
 
     // ---- pods -------------------------------------------------------------------------------
@@ -352,15 +370,18 @@ impl ClusterState {
             }
         };
         Arc::make_mut(&mut self.nodes).insert(name, NodeEntry { seq, spec });
+        self.nodes_changed();
         opened
     }
 
     pub fn delete_node(&mut self, name: &str) {
         if self.nodes.contains_key(name) {
             Arc::make_mut(&mut self.nodes).remove(name);
+            self.nodes_changed();
         }
         if self.node_usage.contains_key(name) {
             Arc::make_mut(&mut self.node_usage).remove(name);
+            self.nodes_changed();
         }
     }
 
@@ -368,6 +389,7 @@ impl ClusterState {
     /// the run reported on gets the new sample; reports on unknown nodes are dropped, and nodes
     /// the run did not cover keep what they had.
     pub fn set_node_usage(&mut self, usage: impl IntoIterator<Item = (String, NodeUsage)>) {
+        self.nodes_changed();
         let table = Arc::make_mut(&mut self.node_usage);
         for (name, u) in usage {
             if self.nodes.contains_key(&name) {
@@ -574,6 +596,9 @@ impl ClusterState {
 }
 
 pub mod invariants;
+mod node_table;
 mod storage;
+
+pub use node_table::NodeTable;
 #[cfg(test)]
 mod tests;

@@ -228,3 +228,47 @@ fn early_sessions_start_only_for_work_that_can_change_a_decision() {
         Some("pv-1")
     )));
 }
+
+/// The node table a snapshot shares follows every change of the nodes and their load, and
+/// is not rebuilt while nothing changed.
+fn sized_node(name: &str, cpu: &str) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}
+    }))
+    .expect("node")
+}
+
+#[test]
+fn the_node_table_follows_node_changes() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_node(sized_node("b", "4"));
+    s.upsert_node(sized_node("a", "8"));
+    let first = s.snapshot();
+    let table = first.node_table();
+    let names: Vec<&str> = table.specs.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["b", "a"], "first-seen order");
+    assert_eq!(table.by_name.get("a").map(|id| id.index()), Some(1));
+    assert_eq!(table.total_allocatable.get("cpu"), 12_000.0);
+    assert!(
+        Arc::ptr_eq(table, s.snapshot().node_table()),
+        "shared while unchanged"
+    );
+
+    s.upsert_node(sized_node("a", "16"));
+    let table = s.snapshot().node_table().clone();
+    assert_eq!(table.total_allocatable.get("cpu"), 20_000.0);
+    let sample = NodeUsage {
+        cpu_percent: 50.0,
+        memory_percent: 20.0,
+        metrics_time: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    };
+    s.set_node_usage([("b".to_string(), sample)]);
+    let table = s.snapshot().node_table().clone();
+    assert_eq!(table.usage[0], Some(sample));
+    s.delete_node("b");
+    let table = s.snapshot().node_table().clone();
+    assert_eq!(table.specs.len(), 1);
+    assert_eq!(table.by_name.get("a").map(|id| id.index()), Some(0));
+    assert_eq!(table.usage, [None]);
+}
