@@ -6,8 +6,15 @@
 //! The clusters mix what the memo must get right: identical pods across jobs (one scheduling
 //! class shared by several jobs), pods that differ only in what the memo may ignore (the task
 //! index), node selectors, preferred node affinity, `NoSchedule` and `PreferNoSchedule` taints,
-//! required pod anti-affinity and preferred pod affinity, topology spread of both kinds, host
-//! ports, images, several queues and priorities, and pods already running.
+//! cordoned nodes, required pod anti-affinity (with selectors the label index narrows and one
+//! it cannot) and preferred pod affinity, topology spread of both kinds (with nodes lacking the
+//! zone label), host ports, images, several queues and priorities, gangs that cannot all fit,
+//! and pods already running.
+//!
+//! The memo switch also turns off what `predicates` keeps per scheduling class for the session
+//! (the stable filters' verdicts, the spread domains) and its index of placed pods' required
+//! anti-affinity terms by label: with it off, every node and every placed pod is looked at
+//! afresh, as Volcano does, so these tests cover those too.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -20,10 +27,13 @@ const SESSIONS: usize = 4;
 struct NodeGen {
     cpu: u64,
     pods: u64,
+    /// 3: no zone label (spread constraints then miss their key there).
     zone: usize,
     /// 0 none, 1 `NoSchedule` dedicated, 2 `PreferNoSchedule` soft.
     taint: u8,
     has_image: bool,
+    /// `spec.unschedulable` (cordoned).
+    cordoned: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -54,22 +64,24 @@ fn node_gen() -> impl Strategy<Value = NodeGen> {
     (
         prop::sample::select(vec![2000u64, 4000, 8000]),
         3u64..12,
-        0usize..3,
+        prop::sample::select(vec![0usize, 1, 2, 0, 1, 2, 3]),
         prop::sample::select(vec![0u8, 0, 0, 1, 2]),
         any::<bool>(),
+        prop::bool::weighted(0.1),
     )
-        .prop_map(|(cpu, pods, zone, taint, has_image)| NodeGen {
+        .prop_map(|(cpu, pods, zone, taint, has_image, cordoned)| NodeGen {
             cpu,
             pods,
             zone,
             taint,
             has_image,
+            cordoned,
         })
 }
 
 fn job_gen() -> impl Strategy<Value = JobGen> {
     (
-        (1usize..7, 0usize..3, 0usize..3, 0usize..2),
+        (1usize..7, 0usize..3, 0usize..3, 0usize..3),
         (
             any::<bool>(),
             any::<bool>(),
@@ -138,11 +150,14 @@ fn node(i: usize, n: &NodeGen) -> Value {
         json!([])
     };
     let list = json!({"cpu": format!("{}m", n.cpu), "memory": format!("{}Mi", n.cpu * 2), "pods": n.pods.to_string()});
+    let mut labels = json!({"kubernetes.io/hostname": name});
+    if n.zone < 3 {
+        labels["topology.kubernetes.io/zone"] = json!(format!("z{}", n.zone));
+    }
     json!({
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {
-            "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("z{}", n.zone)}},
-        "spec": {"taints": taints},
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints, "unschedulable": n.cordoned},
         "status": {"allocatable": list, "capacity": list, "images": images},
     })
 }

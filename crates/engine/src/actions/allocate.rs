@@ -163,12 +163,7 @@ fn allocate_resources_for_tasks(
         }
         if let Err(e) = ssn.pre_predicate(task) {
             let mut fe = FitErrors::default();
-            for &n in nodes {
-                fe.set_node_error(
-                    ssn.state.node(n).name(),
-                    FitError::error(e.clone(), "prePredicate"),
-                );
-            }
+            fe.add_nodes(&FitError::error(e, "prePredicate"), nodes.iter().copied());
             ssn.state.record_task_fit_errors(job, task, fe);
             if ssn
                 .state

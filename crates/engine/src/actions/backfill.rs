@@ -79,12 +79,10 @@ pub fn execute(ssn: &mut Session) {
         };
         if let Err(e) = ssn.pre_predicate(task) {
             let mut fe = FitErrors::default();
-            for &n in &all_nodes {
-                fe.set_node_error(
-                    ssn.state.node(n).name(),
-                    FitError::error(e.clone(), "prePredicate"),
-                );
-            }
+            fe.add_nodes(
+                &FitError::error(e, "prePredicate"),
+                all_nodes.iter().copied(),
+            );
             ssn.state.record_task_fit_errors(job, task, fe);
             continue;
         }
@@ -110,7 +108,7 @@ pub fn execute(ssn: &mut Session) {
         let Some(node) = node else { continue };
         if let Err(e) = ssn.allocate_and_dispatch(task, node) {
             let mut fe = FitErrors::default();
-            fe.set_node_error(ssn.state.node(node).name(), FitError::error(e, "backfill"));
+            fe.set_node_error(node, &FitError::error(e, "backfill"));
             ssn.state.record_task_fit_errors(job, task, fe);
         }
     }

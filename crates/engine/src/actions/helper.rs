@@ -61,32 +61,169 @@ pub fn predicate_for_allocate(ssn: &Session, task: TaskId, node: NodeId) -> Resu
     }
 }
 
-/// What a search found so far.
+/// Why a node failed a search: an error of the class's memo (by id), or one computed or taken
+/// from the role's error cache, with whether that is new to the cache.
+enum Failure {
+    Memo(u32),
+    Other(Arc<FitError>, bool),
+}
+
+/// What a search found: the feasible nodes in search order, how many nodes it took, and the
+/// nodes that failed (gathered only when wanted).
 struct Found {
-    want: usize,
     feasible: Vec<NodeId>,
-    /// Nodes that failed, why, and whether that is new to the role's error cache.
-    failures: Vec<(NodeId, Arc<FitError>, bool)>,
+    processed: usize,
+    failures: Vec<(NodeId, Failure)>,
 }
 
 impl Found {
-    fn done(&self) -> bool {
-        self.feasible.len() >= self.want
+    /// The fit errors of a search that found nothing: the nodes that failed with the same
+    /// memo error are counted together.
+    fn fit_errors(&self, memo: Option<&ClassMemo>) -> FitErrors {
+        let mut fit_errors = FitErrors::default();
+        let mut by_error: Vec<Vec<NodeId>> = Vec::new();
+        for (node, failure) in &self.failures {
+            match failure {
+                Failure::Memo(id) => {
+                    let id = *id as usize;
+                    if by_error.len() <= id {
+                        by_error.resize_with(id + 1, Vec::new);
+                    }
+                    by_error[id].push(*node);
+                }
+                Failure::Other(err, _) => fit_errors.set_node_error(*node, err),
+            }
+        }
+        if let Some(memo) = memo {
+            for (id, nodes) in by_error.into_iter().enumerate() {
+                fit_errors.add_nodes(memo.error(id as u32), nodes);
+            }
+        }
+        fit_errors
+    }
+}
+
+/// The role's remembered failures, by node.
+type ErrorCache = HashMap<NodeId, Arc<FitError>>;
+
+/// One search: from `start`, over `nodes` in order (wrapping), until `want` nodes fit.
+struct Scan<'a> {
+    session: &'a Session,
+    task: TaskId,
+    nodes: &'a [NodeId],
+    start: usize,
+    want: usize,
+    check: &'a (dyn Fn(&Session, TaskId, NodeId) -> Result<(), FitError> + Sync),
+    /// The role's error cache, which answers before anything else.
+    cached: Option<&'a ErrorCache>,
+    /// Whether the failures are wanted even when a node fits (for the error cache).
+    keep_failures: bool,
+}
+
+impl Scan<'_> {
+    fn node(&self, i: usize) -> NodeId {
+        self.nodes[(self.start + i) % self.nodes.len()]
     }
 
+    fn cached_error(&self, node: NodeId) -> Option<Arc<FitError>> {
+        self.cached.and_then(|c| c.get(&node)).cloned()
+    }
+
+    /// The memo's answer on `node` under `stamp`, checked and remembered if it has none.
     #[inline]
-    fn take(&mut self, node: NodeId, outcome: Result<(), (Arc<FitError>, bool)>) {
-        match outcome {
-            Ok(()) => self.feasible.push(node),
-            Err((err, fresh)) => self.failures.push((node, err, fresh)),
+    fn answer(&self, memo: &mut ClassMemo, node: NodeId, stamp: u64) -> Remembered {
+        match memo.check(node, stamp) {
+            Some(r) => r,
+            None => {
+                let result = (self.check)(self.session, self.task, node);
+                memo.remember_check(node, stamp, result)
+            }
         }
+    }
+
+    /// Through the class's memo: a remembered answer under the node's stamp stands for the
+    /// check, a fresh one is remembered. Remembered answers cost a lookup, so the nodes are
+    /// taken one by one, and this loop only looks for the nodes that fit.
+    fn with_memo(&self, memo: &mut ClassMemo) -> Found {
+        let n = self.nodes.len();
+        let stamps = self.session.state.search_stamps();
+        let mut feasible = Vec::with_capacity(self.want.min(n));
+        let mut processed = 0;
+        let mut at = self.start;
+        while processed < n && feasible.len() < self.want {
+            let node = self.nodes[at];
+            processed += 1;
+            at = if at + 1 == n { 0 } else { at + 1 };
+            if self.cached.is_some_and(|c| c.contains_key(&node)) {
+                continue;
+            }
+            if self.answer(memo, node, stamps.of(node)) == Remembered::Fits {
+                feasible.push(node);
+            }
+        }
+        // The failures are read only for the fit errors of a search that found nothing and
+        // for the error cache: gathered then, from the answers just looked at (nothing moved
+        // in between, so each is still remembered).
+        let mut failures = Vec::new();
+        if feasible.is_empty() || self.keep_failures {
+            for i in 0..processed {
+                let node = self.node(i);
+                if let Some(err) = self.cached_error(node) {
+                    failures.push((node, Failure::Other(err, false)));
+                    continue;
+                }
+                if let Remembered::Fails(id) = self.answer(memo, node, stamps.of(node)) {
+                    failures.push((node, Failure::Memo(id)));
+                }
+            }
+        }
+        Found {
+            feasible,
+            processed,
+            failures,
+        }
+    }
+
+    /// Without a memo: every node is checked, in parallel batches taken in node order.
+    fn in_batches(&self) -> Found {
+        let n = self.nodes.len();
+        let mut found = Found {
+            feasible: Vec::with_capacity(self.want.min(n)),
+            processed: 0,
+            failures: Vec::new(),
+        };
+        let eval = |&node: &NodeId| match self.cached_error(node) {
+            Some(err) => Err(Failure::Other(err, false)),
+            None => (self.check)(self.session, self.task, node)
+                .map_err(|e| Failure::Other(Arc::new(e), true)),
+        };
+        while found.processed < n && found.feasible.len() < self.want {
+            let end = (found.processed + SEARCH_BATCH.max(self.want)).min(n);
+            let batch: Vec<NodeId> = (found.processed..end).map(|i| self.node(i)).collect();
+            let results: Vec<Result<(), Failure>> = if n >= PARALLEL_MIN_NODES {
+                batch.par_iter().map(eval).collect()
+            } else {
+                batch.iter().map(eval).collect()
+            };
+            for (&node, outcome) in batch.iter().zip(results) {
+                found.processed += 1;
+                match outcome {
+                    Ok(()) => found.feasible.push(node),
+                    Err(failure) => found.failures.push((node, failure)),
+                }
+                if found.feasible.len() >= self.want {
+                    break;
+                }
+            }
+        }
+        found
     }
 }
 
 /// The feasible-node search with Volcano's per-(job, role) error cache (§6.0.2).
 pub struct PredicateHelper {
     cache_enabled: bool,
-    error_cache: HashMap<String, HashMap<NodeId, Arc<FitError>>>,
+    error_cache: HashMap<String, ErrorCache>,
 }
 
 /// Nodes evaluated per parallel batch: large enough to keep both cores busy, small enough not
@@ -151,78 +288,38 @@ impl PredicateHelper {
             None
         };
         let start = ssn.state.node_search_start() % n;
-
-        let mut found = Found {
+        let scan = Scan {
+            session: ssn,
+            task,
+            nodes,
+            start,
             want,
-            feasible: Vec::with_capacity(want.min(n)),
-            failures: Vec::new(),
+            check,
+            cached,
+            keep_failures: cache_on,
         };
-        let mut processed = 0;
-        let session: &Session = ssn;
-        let from_error_cache = |node: NodeId| cached.as_ref().and_then(|c| c.get(&node)).cloned();
-        if let Some(memo) = memo {
-            // Remembered answers cost a lookup, so the nodes are taken one by one; the few
-            // that must be checked are checked here too.
-            let stamps = session.state.search_stamps();
-            let mut at = start;
-            while processed < n && !found.done() {
-                let node = nodes[at];
-                processed += 1;
-                at = if at + 1 == n { 0 } else { at + 1 };
-                if let Some(err) = from_error_cache(node) {
-                    found.failures.push((node, err, false));
-                    continue;
-                }
-                let stamp = stamps.of(node);
-                match memo.check(node, stamp) {
-                    Some(Remembered::Fits) => found.feasible.push(node),
-                    Some(Remembered::Fails(e)) => found.failures.push((node, e.clone(), true)),
-                    None => {
-                        let result = check(session, task, node).map_err(Arc::new);
-                        memo.remember_check(node, stamp, &result);
-                        found.take(node, result.map_err(|e| (e, true)));
-                    }
-                }
-            }
-        }
-        while processed < n && !found.done() {
-            let end = (processed + SEARCH_BATCH.max(want)).min(n);
-            let batch: Vec<NodeId> = (processed..end).map(|i| nodes[(start + i) % n]).collect();
-            let eval = |&node: &NodeId| match from_error_cache(node) {
-                Some(err) => Err((err, false)),
-                None => check(session, task, node).map_err(|e| (Arc::new(e), true)),
-            };
-            let results: Vec<Result<(), (Arc<FitError>, bool)>> = if n >= PARALLEL_MIN_NODES {
-                batch.par_iter().map(eval).collect()
-            } else {
-                batch.iter().map(eval).collect()
-            };
-            for (&node, outcome) in batch.iter().zip(results) {
-                processed += 1;
-                found.take(node, outcome);
-                if found.done() {
-                    break;
-                }
-            }
-        }
-        let Found {
-            feasible, failures, ..
-        } = found;
-        let mut fit_errors = FitErrors::default();
-        if feasible.is_empty() {
-            for (node, err, _) in &failures {
-                fit_errors.set_node_error(ssn.state.node(*node).name(), FitError::clone(err));
-            }
-        }
+        let (found, memo) = match memo {
+            Some(memo) => (scan.with_memo(memo), Some(&*memo)),
+            None => (scan.in_batches(), None),
+        };
+        let fit_errors = if found.feasible.is_empty() {
+            found.fit_errors(memo)
+        } else {
+            FitErrors::default()
+        };
         if cache_on {
-            let fresh = failures
-                .into_iter()
-                .filter(|(_, _, fresh)| *fresh)
-                .map(|(node, err, _)| (node, err));
+            // A memo answer is new to the cache too: the cache is the role's, the memo the
+            // class's.
+            let fresh = found.failures.into_iter().filter_map(|(node, f)| match f {
+                Failure::Other(err, true) => Some((node, err)),
+                Failure::Other(_, false) => None,
+                Failure::Memo(id) => memo.map(|m| (node, m.error(id).clone())),
+            });
             self.error_cache.entry(group).or_default().extend(fresh);
         }
-        ssn.state.set_node_search_start((start + processed) % n);
-        (feasible, fit_errors)
+        ssn.state
+            .set_node_search_start((start + found.processed) % n);
+        (found.feasible, fit_errors)
     }
 }
 

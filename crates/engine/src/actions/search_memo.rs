@@ -24,76 +24,165 @@ use std::sync::Arc;
 
 use crate::model::{FitError, NodeId, SchedClass};
 
-/// Most remembered (class, node) answers in one session: about 48 MiB (more where checks fail,
+/// Most remembered (class, node) answers in one session: about 32 MiB (more where checks fail,
 /// by their reasons). Past it the memo starts over, which only costs recomputation.
 const MAX_SLOTS: usize = 1 << 20;
 
-/// A remembered predicate result: the stamp it was computed at (0: none) and the error, if
-/// any. Kept apart from the scores so that a search reads 16 bytes per node.
-#[derive(Clone, Default)]
+/// A remembered predicate result: the node's version it was computed at (the low half of its
+/// stamp; the high half is the class's epoch) and the answer: [`NOTHING`], 0 for fits, or 1 +
+/// the error's place in the class's error table. Kept apart from the scores and small, so that
+/// a search reads 8 bytes per node.
+#[derive(Clone, Copy)]
 struct CheckSlot {
-    stamp: u64,
-    error: Option<Arc<FitError>>,
+    version: u32,
+    answer: u32,
 }
 
-/// A remembered score and idle fit, each with the stamp it was computed at (0: none).
+/// Nothing remembered.
+const NOTHING: u32 = u32::MAX;
+
+impl Default for CheckSlot {
+    fn default() -> Self {
+        CheckSlot {
+            version: 0,
+            answer: NOTHING,
+        }
+    }
+}
+
+/// A remembered score and idle fit, each with the node's version it was computed at.
 #[derive(Clone, Copy, Default)]
 struct ChoiceSlot {
-    score_stamp: u64,
     score: f64,
-    idle_stamp: u64,
+    score_version: u32,
+    idle_version: u32,
+    has_score: bool,
+    has_idle: bool,
     fits_idle: bool,
+}
+
+/// A stamp's halves: the epoch (which moves for every node at once) and the node's version.
+fn split(stamp: u64) -> (u64, u32) {
+    (stamp >> 32, stamp as u32)
 }
 
 /// What one class was told on each node.
 pub struct ClassMemo {
+    /// The epoch the slots were filled in; a stamp of another epoch finds nothing, and the
+    /// first answer remembered under a new one clears them all.
+    epoch: u64,
     checks: Vec<CheckSlot>,
     choices: Vec<ChoiceSlot>,
+    /// The distinct errors the class was given, each once: a class fails most nodes for the
+    /// same few reasons, so a search that fails everywhere counts reasons per error, not per
+    /// node.
+    errors: Vec<Arc<FitError>>,
+    error_ids: HashMap<Arc<FitError>, u32>,
 }
 
 /// A remembered predicate result.
-pub enum Remembered<'a> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Remembered {
     Fits,
-    Fails(&'a Arc<FitError>),
+    /// The error's id in the class's table ([`ClassMemo::error`]).
+    Fails(u32),
 }
 
 impl ClassMemo {
     fn new(nodes: usize) -> Self {
         ClassMemo {
+            epoch: 0,
             checks: vec![CheckSlot::default(); nodes],
             choices: vec![ChoiceSlot::default(); nodes],
+            errors: Vec::new(),
+            error_ids: HashMap::new(),
+        }
+    }
+
+    /// Makes the slots those of `epoch`, forgetting them all if it moved.
+    fn enter(&mut self, epoch: u64) {
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            self.checks.fill(CheckSlot::default());
+            self.choices.fill(ChoiceSlot::default());
         }
     }
 
     /// The remembered predicate result on `node`, if it was computed at `stamp`.
     #[inline]
-    pub fn check(&self, node: NodeId, stamp: u64) -> Option<Remembered<'_>> {
-        let slot = self.checks.get(node.index()).filter(|c| c.stamp == stamp)?;
-        Some(match &slot.error {
-            None => Remembered::Fits,
-            Some(e) => Remembered::Fails(e),
+    pub fn check(&self, node: NodeId, stamp: u64) -> Option<Remembered> {
+        let (epoch, version) = split(stamp);
+        let slot = self.checks.get(node.index())?;
+        if epoch != self.epoch || slot.answer == NOTHING || slot.version != version {
+            return None;
+        }
+        Some(match slot.answer {
+            0 => Remembered::Fits,
+            e => Remembered::Fails(e - 1),
         })
     }
 
-    pub fn remember_check(&mut self, node: NodeId, stamp: u64, result: &Result<(), Arc<FitError>>) {
+    /// Remembers a result computed at `stamp`; returns it as [`ClassMemo::check`] would.
+    pub fn remember_check(
+        &mut self,
+        node: NodeId,
+        stamp: u64,
+        result: Result<(), FitError>,
+    ) -> Remembered {
+        let remembered = match result {
+            Ok(()) => Remembered::Fits,
+            Err(e) => Remembered::Fails(self.intern(e)),
+        };
+        let (epoch, version) = split(stamp);
+        self.enter(epoch);
         if let Some(slot) = self.checks.get_mut(node.index()) {
-            slot.stamp = stamp;
-            slot.error = result.as_ref().err().cloned();
+            slot.version = version;
+            slot.answer = match remembered {
+                Remembered::Fits => 0,
+                Remembered::Fails(id) => id + 1,
+            };
         }
+        remembered
+    }
+
+    fn intern(&mut self, e: FitError) -> u32 {
+        if let Some(&id) = self.error_ids.get(&e) {
+            return id;
+        }
+        // At most one new error per predicate call: far fewer than 2^32 in a session.
+        let id = self.errors.len() as u32;
+        let e = Arc::new(e);
+        self.errors.push(e.clone());
+        self.error_ids.insert(e, id);
+        id
+    }
+
+    /// How many distinct errors the class was given.
+    pub fn error_count(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// The error of id `id` (from [`Remembered::Fails`]).
+    pub fn error(&self, id: u32) -> &Arc<FitError> {
+        &self.errors[id as usize]
     }
 
     /// The remembered score on `node`, if it was computed at `stamp`.
     #[inline]
     pub fn score(&self, node: NodeId, stamp: u64) -> Option<f64> {
+        let (epoch, version) = split(stamp);
         self.choices
             .get(node.index())
-            .filter(|c| c.score_stamp == stamp)
+            .filter(|c| epoch == self.epoch && c.has_score && c.score_version == version)
             .map(|c| c.score)
     }
 
     pub fn remember_score(&mut self, node: NodeId, stamp: u64, score: f64) {
+        let (epoch, version) = split(stamp);
+        self.enter(epoch);
         if let Some(c) = self.choices.get_mut(node.index()) {
-            c.score_stamp = stamp;
+            c.score_version = version;
+            c.has_score = true;
             c.score = score;
         }
     }
@@ -101,10 +190,13 @@ impl ClassMemo {
     /// Whether the request fits the node's idle resources, computed at most once per stamp.
     #[inline]
     pub fn fits_idle(&mut self, node: NodeId, stamp: u64, compute: impl FnOnce() -> bool) -> bool {
+        let (epoch, version) = split(stamp);
+        self.enter(epoch);
         match self.choices.get_mut(node.index()) {
-            Some(c) if c.idle_stamp == stamp => c.fits_idle,
+            Some(c) if c.has_idle && c.idle_version == version => c.fits_idle,
             Some(c) => {
-                c.idle_stamp = stamp;
+                c.idle_version = version;
+                c.has_idle = true;
                 c.fits_idle = compute();
                 c.fits_idle
             }
@@ -143,13 +235,51 @@ mod tests {
         let class = memo.class(SchedClass(7), 3);
         let node = NodeId::from_index(1);
         assert!(class.check(node, 5).is_none());
-        class.remember_check(node, 5, &Ok(()));
+        class.remember_check(node, 5, Ok(()));
         class.remember_score(node, 5, 12.5);
-        assert!(matches!(class.check(node, 5), Some(Remembered::Fits)));
+        assert_eq!(class.check(node, 5), Some(Remembered::Fits));
         assert_eq!(class.score(node, 5), Some(12.5));
         assert!(class.check(node, 6).is_none());
         assert_eq!(class.score(node, 6), None);
         assert!(class.check(NodeId::from_index(9), 5).is_none());
+    }
+
+    #[test]
+    fn a_new_epoch_forgets_every_answer() {
+        let mut memo = SearchMemo::default();
+        let class = memo.class(SchedClass(7), 2);
+        let (a, b) = (NodeId::from_index(0), NodeId::from_index(1));
+        let epoch = |e: u64, v: u64| (e << 32) | v;
+        class.remember_check(a, epoch(1, 3), Ok(()));
+        class.remember_score(a, epoch(1, 3), 2.0);
+        assert!(class.fits_idle(a, epoch(1, 3), || true));
+        assert_eq!(class.check(a, epoch(1, 3)), Some(Remembered::Fits));
+        // Same version, other epoch: nothing, and an answer under it clears the old ones.
+        assert_eq!(class.check(a, epoch(2, 3)), None);
+        assert_eq!(class.score(a, epoch(2, 3)), None);
+        class.remember_check(b, epoch(2, 0), Ok(()));
+        assert_eq!(class.check(b, epoch(2, 0)), Some(Remembered::Fits));
+        assert_eq!(class.check(a, epoch(1, 3)), None);
+        assert_eq!(class.score(a, epoch(1, 3)), None);
+        assert!(!class.fits_idle(a, epoch(2, 3), || false));
+    }
+
+    #[test]
+    fn equal_errors_are_kept_once() {
+        let mut memo = SearchMemo::default();
+        let class = memo.class(SchedClass(7), 4);
+        let err = |r: &str| FitError::error(r, "test");
+        let a = class.remember_check(NodeId::from_index(0), 1, Err(err("a")));
+        let b = class.remember_check(NodeId::from_index(1), 1, Err(err("b")));
+        let a2 = class.remember_check(NodeId::from_index(2), 1, Err(err("a")));
+        assert_eq!(a, a2);
+        assert_ne!(a, b);
+        assert_eq!(class.error_count(), 2);
+        assert_eq!(class.check(NodeId::from_index(2), 1), Some(a));
+        let Remembered::Fails(id) = a else {
+            panic!("a failure")
+        };
+        assert_eq!(**class.error(id), err("a"));
     }
 
     mod counted {

@@ -5,7 +5,6 @@
 //! single eviction inside a statement (used to spare victims that turn out not to be needed).
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 use crate::model::{FitError, NodeId, TaskId, TaskStatus};
 
@@ -75,12 +74,9 @@ impl Session {
             .state
             .job_of(task)
             .and_then(|j| self.state.job(j).nodes_fit_errors.get(&task));
-        let skip: HashSet<&str> = fit_errors
-            .map(|fe| fe.unresolvable_nodes().collect())
-            .unwrap_or_default();
         self.state
             .node_ids()
-            .filter(|&n| !skip.contains(self.state.node(n).name()))
+            .filter(|&n| !fit_errors.is_some_and(|fe| fe.is_unresolvable(n)))
             .collect()
     }
 

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use super::NodeId;
+
 /// Status codes carried by a fit error (Volcano's `pkg/scheduler/api/types.go`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StatusCode {
@@ -15,7 +17,7 @@ pub enum StatusCode {
 }
 
 /// One reason from one plugin.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FitStatus {
     pub code: StatusCode,
     pub reason: String,
@@ -33,7 +35,7 @@ impl FitStatus {
 }
 
 /// Why one task does not fit one node. An empty status list means "fits".
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FitError {
     pub statuses: Vec<FitStatus>,
 }
@@ -88,11 +90,18 @@ impl FitError {
     }
 }
 
-/// Fit errors of one task over the nodes it was tried on.
+/// Fit errors of one task over the nodes it was tried on, kept as the users' text needs them:
+/// how many nodes failed and how often each reason was given, not a copy of each node's error
+/// (a task that fails everywhere on a large cluster would otherwise hold one per node). Only
+/// which nodes were unresolvable is kept per node, as a bit per node, for the eviction actions.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FitErrors {
-    /// node name → why it did not fit; ordered so the text is stable.
-    pub nodes: BTreeMap<String, FitError>,
+    /// Nodes counted so far.
+    nodes: usize,
+    /// Reason → how many times it was given, over every status of every node.
+    reasons: BTreeMap<String, usize>,
+    /// Bit per node index: its error included `UnschedulableAndUnresolvable`.
+    unresolvable: Vec<u64>,
     /// A message that replaces the "0/N nodes are unavailable" head.
     pub message: Option<String>,
 }
@@ -100,25 +109,70 @@ pub struct FitErrors {
 impl FitErrors {
     pub fn with_message(message: impl Into<String>) -> Self {
         Self {
-            nodes: BTreeMap::new(),
             message: Some(message.into()),
+            ..Self::default()
         }
     }
 
-    pub fn set_node_error(&mut self, node: &str, err: FitError) {
-        self.nodes.insert(node.to_string(), err);
+    /// Counts why `node` did not fit. Each node is counted once per search: callers give each
+    /// node at most one error.
+    pub fn set_node_error(&mut self, node: NodeId, err: &FitError) {
+        self.add_nodes(err, [node]);
+    }
+
+    /// Counts the same error for each of `nodes` (each at most once).
+    pub fn add_nodes(&mut self, err: &FitError, nodes: impl IntoIterator<Item = NodeId>) {
+        let unresolvable = err.is_unresolvable();
+        let mut count = 0;
+        for node in nodes {
+            count += 1;
+            if unresolvable {
+                let (word, bit) = (node.index() / 64, node.index() % 64);
+                if self.unresolvable.len() <= word {
+                    self.unresolvable.resize(word + 1, 0);
+                }
+                self.unresolvable[word] |= 1 << bit;
+            }
+        }
+        if count == 0 {
+            return;
+        }
+        self.nodes += count;
+        for reason in err.reasons() {
+            // Looked up by reference first: the reasons are few and repeat.
+            match self.reasons.get_mut(reason) {
+                Some(n) => *n += count,
+                None => {
+                    self.reasons.insert(reason.to_string(), count);
+                }
+            }
+        }
+    }
+
+    /// How many nodes were counted.
+    pub fn node_count(&self) -> usize {
+        self.nodes
     }
 
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty() && self.message.is_none()
+        self.nodes == 0 && self.message.is_none()
     }
 
-    /// Nodes whose errors include `UnschedulableAndUnresolvable`.
-    pub fn unresolvable_nodes(&self) -> impl Iterator<Item = &str> {
-        self.nodes
-            .iter()
-            .filter(|(_, e)| e.is_unresolvable())
-            .map(|(n, _)| n.as_str())
+    /// Whether `node`'s error included `UnschedulableAndUnresolvable`.
+    pub fn is_unresolvable(&self, node: NodeId) -> bool {
+        let (word, bit) = (node.index() / 64, node.index() % 64);
+        self.unresolvable
+            .get(word)
+            .is_some_and(|w| w & (1 << bit) != 0)
+    }
+
+    /// Nodes whose errors include `UnschedulableAndUnresolvable`, in node order.
+    pub fn unresolvable_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.unresolvable.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| NodeId::from_index(w * 64 + b))
+        })
     }
 }
 
@@ -127,19 +181,15 @@ impl std::fmt::Display for FitErrors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.message {
             Some(m) => f.write_str(m)?,
-            None => write!(f, "0/{} nodes are unavailable", self.nodes.len())?,
+            None => write!(f, "0/{} nodes are unavailable", self.nodes)?,
         }
-        if self.nodes.is_empty() {
+        if self.nodes == 0 {
             return Ok(());
         }
-        let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
-        for err in self.nodes.values() {
-            for reason in err.reasons() {
-                *histogram.entry(reason).or_default() += 1;
-            }
-        }
-        let mut parts: Vec<String> = histogram
-            .into_iter()
+        // Sorted as whole strings ("10 x" before "2 y"), as Volcano sorts them.
+        let mut parts: Vec<String> = self
+            .reasons
+            .iter()
             .map(|(reason, n)| format!("{n} {reason}"))
             .collect();
         parts.sort();
@@ -157,12 +207,13 @@ mod tests {
 
     #[test]
     fn aggregated_text_counts_reasons_sorted_as_strings() {
+        let n = NodeId::from_index;
         let mut fe = FitErrors::default();
-        fe.set_node_error("n1", unsched("Insufficient cpu"));
-        fe.set_node_error("n2", unsched("Insufficient cpu"));
+        fe.set_node_error(n(1), &unsched("Insufficient cpu"));
+        fe.set_node_error(n(2), &unsched("Insufficient cpu"));
         fe.set_node_error(
-            "n3",
-            FitError::new(FitStatus::new(
+            n(70),
+            &FitError::new(FitStatus::new(
                 StatusCode::UnschedulableAndUnresolvable,
                 "node(s) had untolerated taint {a: b}",
                 "predicates",
@@ -172,7 +223,42 @@ mod tests {
             fe.to_string(),
             "0/3 nodes are unavailable: 1 node(s) had untolerated taint {a: b}, 2 Insufficient cpu."
         );
-        assert_eq!(fe.unresolvable_nodes().collect::<Vec<_>>(), vec!["n3"]);
+        assert_eq!(fe.unresolvable_nodes().collect::<Vec<_>>(), vec![n(70)]);
+        assert!(fe.is_unresolvable(n(70)) && !fe.is_unresolvable(n(1)));
+        assert!(!fe.is_unresolvable(n(700)));
+    }
+
+    /// The counts are those of a histogram over every node's reasons, a node with two
+    /// statuses counting for both, and "10 …" sorts before "9 …" as strings do.
+    #[test]
+    fn counting_many_nodes_at_once_is_counting_them_one_by_one() {
+        let two = FitError {
+            statuses: vec![unsched("a"), unsched("b")]
+                .into_iter()
+                .flat_map(|e| e.statuses)
+                .collect(),
+        };
+        let mut many = FitErrors::default();
+        many.add_nodes(&two, (0..10).map(NodeId::from_index));
+        many.add_nodes(&unsched("c"), (10..19).map(NodeId::from_index));
+        many.add_nodes(&unsched("c"), std::iter::empty());
+        let mut one = FitErrors::default();
+        for i in 0..10 {
+            one.set_node_error(NodeId::from_index(i), &two);
+        }
+        for i in 10..19 {
+            one.set_node_error(NodeId::from_index(i), &unsched("c"));
+        }
+        assert_eq!(many, one);
+        assert_eq!(many.node_count(), 19);
+        assert_eq!(
+            many.to_string(),
+            "0/19 nodes are unavailable: 10 a, 10 b, 9 c."
+        );
+        assert_eq!(
+            FitErrors::default().to_string(),
+            "0/0 nodes are unavailable"
+        );
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub struct PodView {
     required_anti_affinity: Option<BTreeSet<TaskId>>,
     /// Changes whenever `required_anti_affinity` does.
     required_anti_affinity_version: u64,
+    /// The same pods by the label pairs their terms' selectors narrow to (see
+    /// [`PodView::anti_affinity_candidates`]), and those with a term that cannot be narrowed.
+    anti_affinity_by_pair: HashMap<String, HashMap<String, BTreeSet<TaskId>>>,
+    anti_affinity_wide: BTreeSet<TaskId>,
     /// Placed pods by label (key, value), built the first time a pod with required terms of
     /// its own asks, then kept current.
     by_label: OnceLock<HashMap<(String, String), BTreeSet<TaskId>>>,
@@ -48,6 +52,8 @@ impl PodView {
             hidden_per_node: vec![0; ssn.nodes().len()],
             required_anti_affinity: track_required_anti_affinity.then(BTreeSet::new),
             required_anti_affinity_version: 0,
+            anti_affinity_by_pair: HashMap::new(),
+            anti_affinity_wide: BTreeSet::new(),
             by_label: OnceLock::new(),
             pod_affinity: track_pod_affinity.then(BTreeSet::new),
         };
@@ -68,11 +74,45 @@ impl PodView {
             && set.insert(task)
         {
             self.required_anti_affinity_version += 1;
+            self.index_anti_affinity(pod, task, true);
         }
         if let Some(set) = self.pod_affinity.as_mut()
             && can_score_other_pods(pod)
         {
             set.insert(task);
+        }
+    }
+
+    /// Files (or unfiles) a placed pod with required anti-affinity under the label pairs its
+    /// terms' selectors narrow to.
+    fn index_anti_affinity(&mut self, pod: &Pod, task: TaskId, add: bool) {
+        let terms = pod_affinity_parts(pod)
+            .1
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .into_iter()
+            .flatten();
+        for term in terms {
+            match term.label_selector.as_ref().and_then(narrowing_pairs) {
+                Some(pairs) => {
+                    for (k, v) in pairs {
+                        let values = self.anti_affinity_by_pair.entry(k).or_default();
+                        if add {
+                            values.entry(v).or_default().insert(task);
+                        } else if let Some(set) = values.get_mut(&v) {
+                            set.remove(&task);
+                        }
+                    }
+                }
+                None if add => {
+                    self.anti_affinity_wide.insert(task);
+                }
+                None => {
+                    self.anti_affinity_wide.remove(&task);
+                }
+            }
         }
     }
 
@@ -120,6 +160,7 @@ impl PodView {
             && set.remove(&task)
         {
             self.required_anti_affinity_version += 1;
+            self.index_anti_affinity(ssn.task(task).spec.pod.as_ref(), task, false);
         }
         if let Some(set) = self.pod_affinity.as_mut() {
             set.remove(&task);
@@ -187,6 +228,22 @@ impl PodView {
         self.required_anti_affinity_version
     }
 
+    /// The placed pods whose required anti-affinity can refuse `pod`: a term selects only pods
+    /// that carry one of the label pairs it narrows to, so only the pods filed under one of the
+    /// pod's own labels, and those with a term that cannot be narrowed, can match it. Every
+    /// placed pod with required anti-affinity that is left out matches `pod` with none of its
+    /// terms. `None` when those pods are not tracked.
+    pub fn anti_affinity_candidates(&self, pod: &Pod) -> Option<BTreeSet<TaskId>> {
+        self.required_anti_affinity.as_ref()?;
+        let mut out = self.anti_affinity_wide.clone();
+        for (k, v) in pod.metadata.labels.iter().flatten() {
+            if let Some(set) = self.anti_affinity_by_pair.get(k).and_then(|m| m.get(v)) {
+                out.extend(set.iter().copied());
+            }
+        }
+        Some(out)
+    }
+
     /// Whether a placed pod has terms that can score other pods (always, when not tracked).
     pub fn any_placed_can_score_others(&self) -> bool {
         self.pod_affinity.as_ref().is_none_or(|set| !set.is_empty())
@@ -196,12 +253,20 @@ impl PodView {
     /// anti-affinity (which may refuse it) and those that can match one of its own terms'
     /// selectors, found through the label index. `None` when a selector cannot be narrowed
     /// (no `matchLabels` and no `In` expression): then every placed pod can.
+    ///
+    /// With `narrow`, of the pods with required anti-affinity only the
+    /// [`PodView::anti_affinity_candidates`] are taken; otherwise all of them.
     pub fn candidates_for_required_terms(
         &self,
         ssn: &SessionState,
         pod: &Pod,
+        narrow: bool,
     ) -> Option<BTreeSet<TaskId>> {
-        let mut out: BTreeSet<TaskId> = self.required_anti_affinity.clone()?;
+        let mut out: BTreeSet<TaskId> = if narrow {
+            self.anti_affinity_candidates(pod)?
+        } else {
+            self.required_anti_affinity.clone()?
+        };
         let (affinity, anti) = pod_affinity_parts(pod);
         let terms = affinity
             .and_then(|a| {

@@ -21,6 +21,7 @@
 //! constraints gets no spread score.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -137,28 +138,27 @@ fn has_all_keys(node: &Node, constraints: &[Constraint<'_>]) -> bool {
         .all(|c| labels.contains_key(c.topology_key))
 }
 
-/// Which nodes take part in which constraint's counting.
-struct Inclusion<'n> {
-    index: HashMap<&'n str, usize>,
+/// Which nodes take part in which constraint's counting, nodes by their place in the node
+/// list the table was built from.
+#[derive(Debug)]
+struct Included {
     /// Row-major: node × constraint.
     included: Vec<bool>,
     width: usize,
 }
 
-impl<'n> Inclusion<'n> {
+impl Included {
     fn build(
         pod: &Pod,
         constraints: &[Constraint<'_>],
-        nodes: &[&'n Node],
+        nodes: &[&Node],
         eligible: &dyn Fn(&Node) -> bool,
     ) -> Self {
         let width = constraints.len();
         let mut included = vec![false; nodes.len() * width];
-        let mut index = HashMap::with_capacity(nodes.len());
         let needs_affinity = constraints.iter().any(|c| c.honor_node_affinity);
         let needs_taints = constraints.iter().any(|c| c.honor_node_taints);
         for (i, node) in nodes.iter().enumerate() {
-            index.insert(node_name(node), i);
             if !has_all_keys(node, constraints) {
                 continue;
             }
@@ -171,10 +171,33 @@ impl<'n> Inclusion<'n> {
                     && (!c.honor_node_taints || passes_taints);
             }
         }
+        Self { included, width }
+    }
+
+    fn included(&self, node: usize, constraint: usize) -> bool {
+        self.included
+            .get(node * self.width + constraint)
+            .copied()
+            .unwrap_or(false)
+    }
+}
+
+/// [`Included`] with the nodes' places found by name.
+struct Inclusion<'n> {
+    index: HashMap<&'n str, usize>,
+    table: Included,
+}
+
+impl<'n> Inclusion<'n> {
+    fn build(
+        pod: &Pod,
+        constraints: &[Constraint<'_>],
+        nodes: &[&'n Node],
+        eligible: &dyn Fn(&Node) -> bool,
+    ) -> Self {
         Self {
-            index,
-            included,
-            width,
+            index: name_index(nodes),
+            table: Included::build(pod, constraints, nodes, eligible),
         }
     }
 
@@ -184,10 +207,83 @@ impl<'n> Inclusion<'n> {
     }
 
     fn included(&self, node: usize, constraint: usize) -> bool {
-        self.included
-            .get(node * self.width + constraint)
-            .copied()
-            .unwrap_or(false)
+        self.table.included(node, constraint)
+    }
+}
+
+fn name_index<'n>(nodes: &[&'n Node]) -> HashMap<&'n str, usize> {
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| (node_name(node), i))
+        .collect()
+}
+
+/// The domains of a pod's `DoNotSchedule` constraints before any pod is counted: which nodes
+/// take part in which constraint, and the domains they open. It rests on the pod's spec alone
+/// (constraints, node selector and affinity, tolerations) and on the nodes, so the pods of a
+/// scheduling class can share it within a session rather than each going over every node.
+#[derive(Debug)]
+pub struct SpreadDomains {
+    included: Included,
+    /// Per constraint, every eligible domain with a count of 0.
+    empty_counts: Vec<HashMap<String, i64>>,
+    /// Per constraint, the values of its topology key over the nodes, and each node's value
+    /// as its place in that list ([`NO_VALUE`] when the node lacks the key): the filter then
+    /// looks a node up by position instead of by its labels.
+    values: Vec<Vec<String>>,
+    node_values: Vec<Vec<u32>>,
+}
+
+/// A node without the constraint's topology key.
+const NO_VALUE: u32 = u32::MAX;
+
+impl SpreadDomains {
+    /// Over `all_nodes` (`eligible` = the pod's node selector / required node affinity); `None`
+    /// when the pod has no `DoNotSchedule` constraint.
+    pub fn build(pod: &Pod, all_nodes: &[&Node], eligible: &dyn Fn(&Node) -> bool) -> Option<Self> {
+        let constraints = Constraint::of_pod(pod, DO_NOT_SCHEDULE);
+        if constraints.is_empty() {
+            return None;
+        }
+        let included = Included::build(pod, &constraints, all_nodes, eligible);
+        // Every eligible node opens its domain, so empty domains take part in the minimum.
+        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        for (i, node) in all_nodes.iter().enumerate() {
+            let labels = node_labels(node);
+            for (ci, c) in constraints.iter().enumerate() {
+                let Some(value) = labels.get(c.topology_key) else {
+                    continue;
+                };
+                if included.included(i, ci) && !counts[ci].contains_key(value) {
+                    counts[ci].insert(value.clone(), 0);
+                }
+            }
+        }
+        let mut values = Vec::with_capacity(constraints.len());
+        let mut node_values = Vec::with_capacity(constraints.len());
+        for c in &constraints {
+            let mut ids: HashMap<&str, u32> = HashMap::new();
+            let mut list = Vec::new();
+            let of_node = all_nodes
+                .iter()
+                .map(|node| match node_labels(node).get(c.topology_key) {
+                    None => NO_VALUE,
+                    Some(v) => *ids.entry(v.as_str()).or_insert_with(|| {
+                        list.push(v.clone());
+                        (list.len() - 1) as u32
+                    }),
+                })
+                .collect();
+            values.push(list);
+            node_values.push(of_node);
+        }
+        Some(Self {
+            included,
+            empty_counts: counts,
+            values,
+            node_values,
+        })
     }
 }
 
@@ -210,10 +306,34 @@ struct FilterConstraint {
     min_match: i64,
 }
 
+impl FilterConstraint {
+    /// Whether the pod may join the domain of value `value`:
+    /// `matching pods there + self match − global minimum ≤ maxSkew`.
+    fn admits(&self, value: &str) -> bool {
+        let domains = i64::try_from(self.counts.len()).unwrap_or(i64::MAX);
+        let min_match = if domains < self.min_domains {
+            0
+        } else {
+            self.min_match
+        };
+        let match_num = self.counts.get(value).copied().unwrap_or(0);
+        match_num + i64::from(self.self_match) - min_match <= self.max_skew
+    }
+}
+
 /// Upstream PreFilter state of PodTopologySpread (DoNotSchedule constraints).
 #[derive(Debug, Clone)]
 pub struct SpreadFilterState {
     constraints: Vec<FilterConstraint>,
+    /// The filter's answer per domain, for nodes found by position.
+    by_position: Option<ByPosition>,
+}
+
+/// Per constraint, whether each domain (a value in the domains' list) admits the pod.
+#[derive(Debug, Clone)]
+struct ByPosition {
+    domains: Arc<SpreadDomains>,
+    passes: Vec<Vec<bool>>,
 }
 
 impl SpreadFilterState {
@@ -229,43 +349,45 @@ impl SpreadFilterState {
         all_nodes: &[&Node],
         eligible: &dyn Fn(&Node) -> bool,
     ) -> Option<Self> {
+        let domains = Arc::new(SpreadDomains::build(pod, all_nodes, eligible)?);
+        let index = name_index(all_nodes);
+        let position = |node: &Node| index.get(node_name(node)).copied();
+        Self::compute_in(pod, placed, &domains, &position)
+    }
+
+    /// [`SpreadFilterState::compute`] on domains already worked out for the pod's class
+    /// ([`SpreadDomains::build`]); `position` gives a node's place in the node list they were
+    /// built from. Costs one pass over `placed`.
+    pub fn compute_in<'a>(
+        pod: &Pod,
+        placed: impl Iterator<Item = PlacedPod<'a>>,
+        domains: &Arc<SpreadDomains>,
+        position: &dyn Fn(&Node) -> Option<usize>,
+    ) -> Option<Self> {
         let constraints = Constraint::of_pod(pod, DO_NOT_SCHEDULE);
         if constraints.is_empty() {
             return None;
         }
-        let inclusion = Inclusion::build(pod, &constraints, all_nodes, eligible);
-
-        // Every eligible node opens its domain, so empty domains take part in the minimum.
-        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
-        for (i, node) in all_nodes.iter().enumerate() {
-            let labels = node_labels(node);
-            for (ci, c) in constraints.iter().enumerate() {
-                let Some(value) = labels.get(c.topology_key) else {
-                    continue;
-                };
-                if inclusion.included(i, ci) && !counts[ci].contains_key(value) {
-                    counts[ci].insert(value.clone(), 0);
-                }
-            }
-        }
+        let inclusion = &domains.included;
+        let mut counts = domains.empty_counts.clone();
 
         let namespace = pod_namespace(pod);
         for placed_pod in placed {
             if !countable(placed_pod.pod, namespace) {
                 continue;
             }
-            let Some(i) = inclusion.position(placed_pod.node) else {
+            let Some(i) = position(placed_pod.node) else {
                 continue;
             };
             let labels = pod_labels(placed_pod.pod);
-            let node_labels = node_labels(all_nodes[i]);
+            let node_labels = node_labels(placed_pod.node);
             for (ci, c) in constraints.iter().enumerate() {
                 if !inclusion.included(i, ci) || !c.counts(labels) {
                     continue;
                 }
                 if let Some(count) = node_labels
                     .get(c.topology_key)
-                    .and_then(|value| counts[ci].get_mut(value))
+                    .and_then(|value| counts.get_mut(ci)?.get_mut(value))
                 {
                     *count += 1;
                 }
@@ -288,8 +410,50 @@ impl SpreadFilterState {
                     .unwrap_or(i64::from(i32::MAX)),
                 counts,
             })
+            .collect::<Vec<_>>();
+        let passes = constraints
+            .iter()
+            .zip(&domains.values)
+            .map(|(c, values)| values.iter().map(|v| c.admits(v)).collect())
             .collect();
-        Some(Self { constraints })
+        Some(Self {
+            constraints,
+            by_position: Some(ByPosition {
+                domains: domains.clone(),
+                passes,
+            }),
+        })
+    }
+
+    /// [`SpreadFilterState::filter`] for the node at `position` in the node list the domains
+    /// were built from (by its labels when the state has no such list).
+    /// `node` gives the node itself, needed only without such a list.
+    pub fn filter_at<'n>(
+        &self,
+        pod: &Pod,
+        position: usize,
+        node: impl Fn() -> &'n Node,
+    ) -> Result<(), SpreadFailure> {
+        let Some(by) = &self.by_position else {
+            return self.filter(pod, node());
+        };
+        for (ci, passes) in by.passes.iter().enumerate() {
+            let value = by
+                .domains
+                .node_values
+                .get(ci)
+                .and_then(|of_node| of_node.get(position));
+            match value {
+                None => return self.filter(pod, node()),
+                Some(&NO_VALUE) => return Err(SpreadFailure::MissingTopologyKey),
+                Some(&v) => {
+                    if !passes.get(v as usize).copied().unwrap_or(false) {
+                        return Err(SpreadFailure::SkewTooLarge);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Upstream Filter for one node: for each constraint in order, the node must carry the key,
@@ -301,15 +465,7 @@ impl SpreadFilterState {
             let Some(value) = labels.get(&c.topology_key) else {
                 return Err(SpreadFailure::MissingTopologyKey);
             };
-            let domains = i64::try_from(c.counts.len()).unwrap_or(i64::MAX);
-            let min_match = if domains < c.min_domains {
-                0
-            } else {
-                c.min_match
-            };
-            let match_num = c.counts.get(value).copied().unwrap_or(0);
-            let skew = match_num + i64::from(c.self_match) - min_match;
-            if skew > c.max_skew {
+            if !c.admits(value) {
                 return Err(SpreadFailure::SkewTooLarge);
             }
         }

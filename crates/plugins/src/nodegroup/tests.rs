@@ -770,7 +770,7 @@ fn reasons_reach_the_aggregated_fit_message() {
     let mut errors = engine::model::FitErrors::default();
     for n in ssn.state.node_ids() {
         if let Err(e) = ssn.predicate(t, n) {
-            errors.set_node_error(ssn.state.node(n).name(), e);
+            errors.set_node_error(n, &e);
         }
     }
     assert_eq!(

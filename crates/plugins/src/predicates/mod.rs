@@ -41,12 +41,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering as AtomicOrdering;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, PreBindWrites, SessionState};
 use engine::model::claim::pod_uses_claims;
-use engine::model::{FitError, FitStatus, NodeId, StatusCode, TaskId};
+use engine::model::{FitError, FitStatus, NodeId, SchedClass, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::k8s::labels::PlacedPod;
@@ -55,13 +55,11 @@ use crate::k8s::node_affinity::{
     has_required_node_constraints, required_terms_conflict,
 };
 use crate::k8s::pod_affinity::AffinityFilterState;
-use crate::k8s::pod_view::{
-    PodView, all_nodes, has_required_pod_affinity_terms, has_spread_constraint, namespace_labels,
-};
+use crate::k8s::pod_view::{PodView, has_spread_constraint, namespace_labels};
 use crate::k8s::ports::{HostPort, PORTS_CONFLICT, pod_host_ports, ports_conflict};
-use crate::k8s::taints::{find_untolerated_taint, untolerated_taint_reason};
-use crate::k8s::topology_spread::SpreadFilterState;
-use crate::k8s::unschedulable::node_unschedulable;
+use crate::k8s::taints::{UNTOLERATED_TAINT, find_untolerated_taint, untolerated_taint_reason};
+use crate::k8s::topology_spread::{SpreadDomains, SpreadFilterState};
+use crate::k8s::unschedulable::{NODE_UNSCHEDULABLE, node_unschedulable};
 
 /// Registered plugin name.
 pub const NAME: &str = "predicates";
@@ -230,6 +228,8 @@ impl Enabled {
 /// What PreFilter prepared for one task; a field is set when that filter is to run.
 #[derive(Debug, Default)]
 struct TaskFilters {
+    /// The stable filters' verdicts of the task's class, when they are kept.
+    stable: Option<Arc<ClassVerdicts>>,
     node_affinity: Option<RequiredNodeAffinity>,
     host_ports: Vec<HostPort>,
     pod_affinity: Option<AffinityFilterState>,
@@ -313,11 +313,18 @@ pub struct Predicates {
     /// (see [`Predicates::follow_placement`]).
     current: Option<TaskId>,
     cache: Option<EquivalenceCache>,
+    /// The stable filters' verdicts per class (used with the session's memo on and the
+    /// equivalence cache off).
+    stable_verdicts: StableVerdicts,
+    /// Each node's allocatable pod count (`max_task_num`), which no session changes.
+    max_pods: Vec<i64>,
     /// Volume bindings assumed for the tasks placed so far.
     assumed_volumes: volumes::VolumeAssumptions,
     /// (namespace, labels) no placed pod's required anti-affinity matched, with the
     /// [`PodView::required_anti_affinity_version`] that was true at.
     anti_affinity_misses: Mutex<HashMap<AntiAffinityKey, u64>>,
+    /// PodTopologySpread's domains per scheduling class (see [`Predicates::spread_prefilter`]).
+    spread_domains: Mutex<HashMap<SchedClass, Arc<SpreadDomains>>>,
 }
 
 type AntiAffinityKey = (Option<String>, Option<BTreeMap<String, String>>);
@@ -352,8 +359,11 @@ impl Predicates {
             filters: TaskTable::default(),
             current: None,
             cache: None,
+            stable_verdicts: StableVerdicts::default(),
+            max_pods: Vec::new(),
             assumed_volumes: volumes::VolumeAssumptions::default(),
             anti_affinity_misses: Mutex::new(HashMap::new()),
+            spread_domains: Mutex::new(HashMap::new()),
         }
     }
 
@@ -385,26 +395,6 @@ impl Predicates {
         };
         let ns = |name: &str| namespace_labels(ssn, name);
         state.update(ssn.task(current).spec.pod.as_ref(), placed, delta, &ns);
-    }
-
-    /// Whether no placed pod's required anti-affinity matched a pod of this namespace and
-    /// these labels since the last change to those pods: the answer depends on nothing else,
-    /// and pods of one job share it, so it is worked out once per job rather than per task.
-    fn anti_affinity_misses(&self, pod: &Pod) -> bool {
-        let key = (pod.metadata.namespace.clone(), pod.metadata.labels.clone());
-        self.anti_affinity_misses
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            == Some(&self.view.required_anti_affinity_version())
-    }
-
-    fn remember_anti_affinity_miss(&self, pod: &Pod) {
-        let key = (pod.metadata.namespace.clone(), pod.metadata.labels.clone());
-        self.anti_affinity_misses
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, self.view.required_anti_affinity_version());
     }
 
     /// The task's skip set so far (empty before its first PrePredicate).
@@ -444,34 +434,7 @@ impl Predicates {
             }
         }
         if self.enabled.pod_affinity {
-            let ns = |name: &str| namespace_labels(ssn, name);
-            // Without terms of its own the pod can only be refused by existing pods' required
-            // anti-affinity, so only those pods need a look.
-            let state = if has_required_pod_affinity_terms(pod) {
-                // Only placed pods its terms can match, or whose anti-affinity can refuse it,
-                // count: the label index finds them without a pass over every placed pod.
-                match self.view.candidates_for_required_terms(ssn, pod) {
-                    Some(candidates) => AffinityFilterState::compute(
-                        pod,
-                        self.view.placed_among(ssn, &candidates),
-                        &ns,
-                    ),
-                    None => AffinityFilterState::compute(pod, self.view.placed(ssn), &ns),
-                }
-            } else if self.anti_affinity_misses(pod) {
-                None
-            } else {
-                let state = AffinityFilterState::compute(
-                    pod,
-                    self.view.placed_with_required_anti_affinity(ssn),
-                    &ns,
-                );
-                if state.is_none() {
-                    self.remember_anti_affinity_miss(pod);
-                }
-                state
-            };
-            match state {
+            match self.pod_affinity_prefilter(ssn, pod) {
                 Some(s) => f.pod_affinity = Some(s),
                 None => skip.insert(Filter::InterPodAffinity),
             }
@@ -482,28 +445,7 @@ impl Predicates {
         }
         if self.enabled.pod_topology_spread {
             if has_spread_constraint(pod, DO_NOT_SCHEDULE) {
-                let nodes = all_nodes(ssn);
-                let required = RequiredNodeAffinity::from_pod(pod);
-                let eligible = |n: &Node| required.matches(n);
-                // Only placed pods a constraint's selector can match are counted: the label
-                // index finds them without a pass over every placed pod.
-                let selectors = pod
-                    .spec
-                    .iter()
-                    .flat_map(|s| s.topology_spread_constraints.iter().flatten())
-                    .filter(|c| c.when_unsatisfiable == DO_NOT_SCHEDULE)
-                    .map(|c| c.label_selector.as_ref());
-                f.topology_spread = match self.view.matching_any(ssn, selectors) {
-                    Some(candidates) => SpreadFilterState::compute(
-                        pod,
-                        self.view.placed_among(ssn, &candidates),
-                        &nodes,
-                        &eligible,
-                    ),
-                    None => {
-                        SpreadFilterState::compute(pod, self.view.placed(ssn), &nodes, &eligible)
-                    }
-                };
+                f.topology_spread = self.spread_prefilter(ssn, task);
             }
             if f.topology_spread.is_none() {
                 skip.insert(Filter::PodTopologySpread);
@@ -511,6 +453,14 @@ impl Predicates {
         }
         if let Err(e) = switches.prefilter_binding(ssn, pod, &mut skip, &mut f.volumes) {
             return (skip, Err(e));
+        }
+        // With the memo off, every node is judged afresh, as Volcano does: the property tests
+        // compare the two.
+        if self.cache.is_none() && ssn.options().search_memo {
+            f.stable = Some(
+                self.stable_verdicts
+                    .of(ssn.task(task).spec.sched_class, pod),
+            );
         }
         (skip, Ok(f))
     }
@@ -605,6 +555,9 @@ impl Predicates {
         statuses: &mut Vec<FitStatus>,
     ) -> bool {
         let spec = &ssn.task(task).spec;
+        if let Some(verdicts) = &f.stable {
+            return self.stable_by_class(verdicts, ssn, &spec.pod, node, skip, f, statuses);
+        }
         let k8s_node = ssn.node(node).spec.node.as_ref();
         let (Some(cache), Some(template)) = (&self.cache, spec.template_uid.as_deref()) else {
             return self.run_stable(&spec.pod, k8s_node, skip, f, statuses);
@@ -634,6 +587,65 @@ impl Predicates {
         }
     }
 
+    /// The stable filters through the class's verdicts: a known refusal gives the status the
+    /// refusing filter gives; an unknown one runs the filters and keeps the verdict when one
+    /// filter refused, or none.
+    #[allow(clippy::too_many_arguments)]
+    fn stable_by_class(
+        &self,
+        verdicts: &ClassVerdicts,
+        ssn: &SessionState,
+        pod: &Pod,
+        node_id: NodeId,
+        skip: SkipSet,
+        f: &TaskFilters,
+        statuses: &mut Vec<FitStatus>,
+    ) -> bool {
+        // The node object is reached only when a filter must run: a known verdict does not
+        // touch it (on a large cluster that saves a cache miss per node of every search).
+        let node = || ssn.node(node_id).spec.node.as_ref();
+        let known = match verdicts.get(node_id.index()) {
+            Verdict::Unknown => None,
+            Verdict::Fits => return true,
+            Verdict::Unschedulable => Some(status(
+                StatusCode::UnschedulableAndUnresolvable,
+                NODE_UNSCHEDULABLE,
+                Filter::NodeUnschedulable,
+            )),
+            Verdict::Affinity => Some(status(
+                StatusCode::UnschedulableAndUnresolvable,
+                NODE_AFFINITY_MISMATCH,
+                Filter::NodeAffinity,
+            )),
+            Verdict::Taint => Some(status(
+                StatusCode::UnschedulableAndUnresolvable,
+                UNTOLERATED_TAINT,
+                Filter::TaintToleration,
+            )),
+        };
+        if let Some(s) = known {
+            statuses.push(s);
+            return false;
+        }
+        let before = statuses.len();
+        let fit = self.run_stable(pod, node(), skip, f, statuses);
+        let verdict = match (fit, &statuses[before..]) {
+            (true, []) => Verdict::Fits,
+            (false, [s]) if s.plugin == Filter::NodeUnschedulable.name() => Verdict::Unschedulable,
+            (false, [s]) if s.plugin == Filter::NodeAffinity.name() => Verdict::Affinity,
+            // The reason names no taint, so one verdict stands for every untolerated taint.
+            (false, [s])
+                if s.plugin == Filter::TaintToleration.name() && s.reason == UNTOLERATED_TAINT =>
+            {
+                Verdict::Taint
+            }
+            // Not one of the outcomes above (a filter that records and goes on): not kept.
+            _ => Verdict::Unknown,
+        };
+        verdicts.set(node_id.index(), verdict);
+        fit
+    }
+
     /// NodePorts, InterPodAffinity, PodTopologySpread, in order, until one aborts.
     fn run_others(
         &self,
@@ -644,7 +656,7 @@ impl Predicates {
         f: &TaskFilters,
         statuses: &mut Vec<FitStatus>,
     ) {
-        let node = ssn.node(node_id).spec.node.as_ref();
+        let node = || ssn.node(node_id).spec.node.as_ref();
         if self.enabled.node_ports
             && !skip.contains(Filter::NodePorts)
             && !f.host_ports.is_empty()
@@ -661,7 +673,7 @@ impl Predicates {
         if self.enabled.pod_affinity
             && !skip.contains(Filter::InterPodAffinity)
             && let Some(state) = &f.pod_affinity
-            && let Err(failure) = state.filter(pod, node)
+            && let Err(failure) = state.filter(pod, node())
         {
             let code = if failure.unresolvable() {
                 StatusCode::UnschedulableAndUnresolvable
@@ -680,7 +692,7 @@ impl Predicates {
         if self.enabled.pod_topology_spread
             && !skip.contains(Filter::PodTopologySpread)
             && let Some(state) = &f.topology_spread
-            && let Err(failure) = state.filter(pod, node)
+            && let Err(failure) = state.filter_at(pod, node_id.index(), node)
         {
             let code = if failure.unresolvable() {
                 StatusCode::UnschedulableAndUnresolvable
@@ -750,6 +762,12 @@ impl Plugin for Predicates {
         if self.enabled.cache {
             self.cache = Some(EquivalenceCache::new(ssn.nodes().len()));
         }
+        self.stable_verdicts = StableVerdicts::new(ssn.nodes().len());
+        self.max_pods = ssn
+            .nodes()
+            .iter()
+            .map(|n| n.allocatable().max_task_num)
+            .collect();
     }
 
     fn extension_points(&self) -> ExtensionPoints {
@@ -797,7 +815,11 @@ impl Plugin for Predicates {
         let n = ssn.node(node);
         let mut statuses = Vec::new();
         let pods = i64::try_from(self.view.pod_count(ssn, node)).unwrap_or(i64::MAX);
-        if n.allocatable().max_task_num <= pods {
+        // The node's pod capacity from a table kept here: reading it from the node's shared
+        // spec costs a cache miss per node of every search.
+        let max_pods = (self.max_pods.get(node.index()).copied())
+            .unwrap_or_else(|| n.allocatable().max_task_num);
+        if max_pods <= pods {
             statuses.push(FitStatus::new(
                 StatusCode::Unschedulable,
                 POD_NUMBER_EXCEEDED,
@@ -883,9 +905,12 @@ impl Plugin for Predicates {
 }
 
 mod cache;
+mod prefilter;
 mod volumes;
 
-use cache::{CACHE_FIT, CACHE_NOT_FIT_MARK, EquivalenceCache};
+use cache::{
+    CACHE_FIT, CACHE_NOT_FIT_MARK, ClassVerdicts, EquivalenceCache, StableVerdicts, Verdict,
+};
 
 #[cfg(test)]
 mod tests;

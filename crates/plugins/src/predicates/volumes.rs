@@ -120,7 +120,9 @@ impl VolumeSwitches {
         f: &VolumeFilters,
         statuses: &mut Vec<FitStatus>,
     ) -> bool {
-        let k8s_node = ssn.node(node).spec.node.as_ref();
+        // Reached only when a filter runs: most pods skip them all, and the node object is a
+        // cache miss per node of every search.
+        let k8s_node = || ssn.node(node).spec.node.as_ref();
         // Records a failure; true when it ends the run.
         let mut failed = |filter: Filter, result: Result<(), Failure>| match result {
             Ok(()) => false,
@@ -146,7 +148,7 @@ impl VolumeSwitches {
             && let Some(new) = &f.limits
             && failed(
                 Filter::NodeVolumeLimits,
-                limits::filter(new, k8s_node, view.pods_on(ssn, node), ssn.snapshot()),
+                limits::filter(new, k8s_node(), view.pods_on(ssn, node), ssn.snapshot()),
             )
         {
             return false;
@@ -156,7 +158,7 @@ impl VolumeSwitches {
             && let Some(topology) = &f.zone
             && failed(
                 Filter::VolumeZone,
-                zone::filter(topology, k8s_node).map_err(Failure::Unresolvable),
+                zone::filter(topology, k8s_node()).map_err(Failure::Unresolvable),
             )
         {
             return false;

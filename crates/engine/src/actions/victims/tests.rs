@@ -120,8 +120,11 @@ fn nodes_found_unresolvable_earlier_are_left_out() {
 
     let mut fe = FitErrors::default();
     let status = |code| FitError::new(FitStatus::new(code, "x", "test"));
-    fe.set_node_error("n2", status(StatusCode::UnschedulableAndUnresolvable));
-    fe.set_node_error("n3", status(StatusCode::Unschedulable));
+    fe.set_node_error(
+        node(&ssn, "n2"),
+        &status(StatusCode::UnschedulableAndUnresolvable),
+    );
+    fe.set_node_error(node(&ssn, "n3"), &status(StatusCode::Unschedulable));
     let job = ssn.state.job_of(p).expect("job");
     ssn.state.record_task_fit_errors(job, p, fe);
     assert_eq!(

@@ -56,7 +56,13 @@ fn filter_all(
         node: &nodes[*n],
     });
     let state = SpreadFilterState::compute(pod, placed, &refs, eligible)?;
-    Some(nodes.iter().map(|n| state.filter(pod, n)).collect())
+    let by_labels: Vec<_> = nodes.iter().map(|n| state.filter(pod, n)).collect();
+    // Found by position, each node gets the answer its labels give.
+    let by_position: Vec<_> = (nodes.iter().enumerate())
+        .map(|(i, n)| state.filter_at(pod, i, || n))
+        .collect();
+    assert_eq!(by_labels, by_position);
+    Some(by_labels)
 }
 
 use SpreadFailure::*;
