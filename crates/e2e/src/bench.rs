@@ -311,10 +311,12 @@ async fn ceiling(
     })
 }
 
-/// The daemon with Volcano's chart settings.
+/// The daemon with Volcano's chart settings; its log filter is `BENCH_DAEMON_LOG` (default
+/// `warn`), so that a run can look at where a phase's time goes.
 async fn start_daemon(ctx: &TestCtx) -> anyhow::Result<Daemon> {
+    let log = std::env::var("BENCH_DAEMON_LOG").unwrap_or_else(|_| "warn".to_string());
     ctx.daemon_logging(
-        "warn",
+        &log,
         &[
             "--schedule-period=1s",
             "--kube-api-qps=2000",
