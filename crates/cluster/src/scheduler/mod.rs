@@ -342,7 +342,10 @@ impl Scheduler {
                 CycleOutcome::Failed => Box::pin(tokio::time::sleep(self.period)),
                 CycleOutcome::Ran(_) => {
                     // The next session after the period, or sooner when pending work arrives
-                    // (debounced), or at once when leadership changes.
+                    // (debounced), or at once when leadership is lost. The signal may wake
+                    // with nothing changed (the fenced leader looks again every 500 ms): that
+                    // starts no session, or sessions would run at that pace instead of the
+                    // period's.
                     let (period, shared) = (self.period, self.shared.clone());
                     let leader = &mut self.leader;
                     Box::pin(async move {
@@ -351,7 +354,16 @@ impl Scheduler {
                             _ = shared.work.notified() => {
                                 tokio::time::sleep(Duration::from_millis(20)).await
                             }
-                            _ = leader.changed() => {}
+                            _ = async {
+                                loop {
+                                    leader.changed().await;
+                                    if !leader.leading() {
+                                        break;
+                                    }
+                                    // A signal that is always ready must not starve the timer.
+                                    tokio::task::yield_now().await;
+                                }
+                            } => {}
                         }
                     })
                 }

@@ -410,6 +410,41 @@ async fn run_ends_on_a_dead_leader_signal_and_on_shutdown() {
     stop.await.expect("stopper");
 }
 
+/// Leads throughout, but its signal wakes every few milliseconds, as the fenced leader's
+/// does every 500 ms.
+struct RestlessLeader;
+
+impl LeaderSignal for RestlessLeader {
+    fn leading(&self) -> bool {
+        true
+    }
+
+    fn changed(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(tokio::time::sleep(Duration::from_millis(2)))
+    }
+}
+
+/// A leader signal that wakes without a change starts no session: sessions follow the period
+/// (and new work), not the signal.
+#[tokio::test]
+async fn a_wake_of_the_leader_signal_without_a_change_starts_no_session() {
+    let mut f = fixture(Box::new(RestlessLeader));
+    f.scheduler.period = Duration::from_millis(200);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let stop = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let _ = shutdown_tx.send(true);
+    });
+    tokio::time::timeout(Duration::from_secs(5), f.scheduler.run(shutdown_rx))
+        .await
+        .expect("ends on shutdown")
+        .expect("runs");
+    stop.await.expect("stopper");
+    // One at the start and one after the first period; a session per wake would be ~100.
+    let cycles = f.scheduler.cycles();
+    assert!((1..=3).contains(&cycles), "{cycles} sessions in 300 ms");
+}
+
 /// A replica whose Lease renewal is older than the renew deadline decides nothing, whatever the
 /// elector last said.
 #[tokio::test]
