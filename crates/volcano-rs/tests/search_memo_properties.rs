@@ -9,7 +9,7 @@
 //! cordoned nodes, required pod anti-affinity (with selectors the label index narrows and one
 //! it cannot) and preferred pod affinity, topology spread of both kinds (with nodes lacking the
 //! zone label), host ports, images, several queues and priorities, gangs that cannot all fit,
-//! and pods already running.
+//! pods already running, and task roles (whose error cache wants every failure's reasons).
 //!
 //! The memo switch also turns off what `predicates` keeps per scheduling class for the session
 //! (the stable filters' verdicts, the spread domains) and its index of placed pods' required
@@ -56,6 +56,9 @@ struct JobGen {
     host_port: bool,
     high_priority: bool,
     running: usize,
+    /// A task role (`volcano.sh/task-spec`): the role's error cache then keeps the reasons of
+    /// every failing node, which the searches otherwise work out only when nothing fits.
+    role: bool,
 }
 
 const SHAPES: [(u64, u64); 3] = [(500, 512), (1000, 1024), (250, 256)];
@@ -91,6 +94,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
             prop::option::weighted(0.2, 0usize..3),
             prop::bool::weighted(0.2),
             prop::bool::weighted(0.15),
+            prop::bool::weighted(0.3),
         ),
         (
             prop::sample::select(vec![0u8, 0, 0, 1, 2]),
@@ -104,7 +108,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
             |(
                 (replicas, queue, shape, app),
                 (tolerate_dedicated, tolerate_soft, zone_selector),
-                (preferred_zone, anti_affinity, preferred_pod_affinity),
+                (preferred_zone, anti_affinity, preferred_pod_affinity, role),
                 (spread, host_port, high_priority, running, min_seed),
             )| JobGen {
                 replicas,
@@ -122,6 +126,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                 host_port,
                 high_priority,
                 running: running.min(replicas),
+                role,
             },
         )
 }
@@ -267,6 +272,10 @@ fn build(nodes: &[NodeGen], jobs: &[JobGen]) -> SimInput {
             let running = t < j.running;
             let node = running.then(|| format!("n{}", (ji + t) % nodes.len()));
             let phase = if running { "Running" } else { "Pending" };
+            let mut annotations = json!({"scheduling.k8s.io/group-name": group});
+            if j.role {
+                annotations["volcano.sh/task-spec"] = json!("worker");
+            }
             input.pods.push(decode(json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {
@@ -274,7 +283,7 @@ fn build(nodes: &[NodeGen], jobs: &[JobGen]) -> SimInput {
                     "uid": format!("pod-{ji}-{t}"),
                     "creationTimestamp": format!("2025-12-31T00:{:02}:{:02}Z", seq / 60, seq % 60),
                     "labels": {"app": format!("a{}", j.app), "volcano.sh/task-index": t.to_string()},
-                    "annotations": {"scheduling.k8s.io/group-name": group},
+                    "annotations": annotations,
                 },
                 "spec": pod_spec(j, t, node),
                 "status": {"phase": phase},

@@ -11,7 +11,7 @@ use crate::model::fit::{FitError, FitErrors};
 use crate::model::job::phase;
 use crate::model::{DimensionDefault, JobId, NodeId, QueueId, TaskId, TaskStatus};
 
-use super::helper::{PredicateHelper, allocate_predicate, choose_node};
+use super::helper::{PredicateHelper, allocate_fits, allocate_predicate, choose_node};
 use super::search_memo::SearchMemo;
 
 /// Argument `predicateErrorCacheEnable` (default true).
@@ -199,6 +199,7 @@ fn allocate_resources_for_tasks(
                         task,
                         &[nn],
                         &|s, t, n| allocate_predicate(s, t, n),
+                        Some(&|s, t, n| allocate_fits(s, t, n)),
                         memo.as_deref_mut(),
                     )
                     .0;
@@ -210,6 +211,7 @@ fn allocate_resources_for_tasks(
                 task,
                 nodes,
                 &|s, t, n| allocate_predicate(s, t, n),
+                Some(&|s, t, n| allocate_fits(s, t, n)),
                 memo.as_deref_mut(),
             );
             if found.is_empty() {
@@ -226,6 +228,15 @@ fn allocate_resources_for_tasks(
             feasible = found;
         }
 
+        // Scores that are node-local are remembered even when the predicates are not (pods
+        // with anti-affinity or spread constraints score the same nodes again and again).
+        if memo.is_none() && ssn.scores_are_node_local(task) {
+            memo = Some(
+                search
+                    .memo
+                    .class(ssn.state.task(task).spec.sched_class, nodes.len()),
+            );
+        }
         let Some(best) = choose_node(ssn, task, &feasible, memo) else {
             continue;
         };

@@ -94,6 +94,7 @@ pub fn execute(ssn: &mut Session) {
             &all_nodes,
             &|s, t, n| predicate_for_allocate(s, t, n),
             None,
+            None,
         );
         if feasible.is_empty() {
             ssn.state.record_task_fit_errors(job, task, fit_errors);

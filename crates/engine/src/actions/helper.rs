@@ -53,6 +53,20 @@ pub fn allocate_predicate(ssn: &Session, task: TaskId, node: NodeId) -> Result<(
     predicate_for_allocate(ssn, task, node)
 }
 
+/// [`allocate_predicate`]'s answer without its reasons.
+pub fn allocate_fits(ssn: &Session, task: TaskId, node: NodeId) -> bool {
+    let n = ssn.state.node(node);
+    let req = ssn.state.task(task).resreq();
+    req.fits_future_idle(&n.idle, &n.releasing, &n.pipelined)
+        .is_ok()
+        && ssn.predicate_allows_allocation(task, node)
+}
+
+/// A node check with its reasons.
+pub type CheckFn = dyn Fn(&Session, TaskId, NodeId) -> Result<(), FitError> + Sync;
+/// The same check's pass or fail alone.
+pub type FitsFn = dyn Fn(&Session, TaskId, NodeId) -> bool + Sync;
+
 /// `PredicateForAllocateAction`: a fit error with no failing code counts as fitting.
 pub fn predicate_for_allocate(ssn: &Session, task: TaskId, node: NodeId) -> Result<(), FitError> {
     match ssn.predicate(task, node) {
@@ -113,7 +127,9 @@ struct Scan<'a> {
     nodes: &'a [NodeId],
     start: usize,
     want: usize,
-    check: &'a (dyn Fn(&Session, TaskId, NodeId) -> Result<(), FitError> + Sync),
+    check: &'a CheckFn,
+    /// `check` without its reasons, when the caller has it and the memo is on.
+    fits: Option<&'a FitsFn>,
     /// The role's error cache, which answers before anything else.
     cached: Option<&'a ErrorCache>,
     /// Whether the failures are wanted even when a node fits (for the error cache).
@@ -134,10 +150,32 @@ impl Scan<'_> {
     fn answer(&self, memo: &mut ClassMemo, node: NodeId, stamp: u64) -> Remembered {
         match memo.check(node, stamp) {
             Some(r) => r,
+            None => self.fresh_answer(memo, node, stamp),
+        }
+    }
+
+    /// The check's answer on `node`, remembered. Kept out of line: the remembered path above
+    /// runs for most nodes of every search and stays small.
+    #[inline(never)]
+    fn fresh_answer(&self, memo: &mut ClassMemo, node: NodeId, stamp: u64) -> Remembered {
+        match self.fits {
+            Some(fits) => memo.remember_outcome(node, stamp, fits(self.session, self.task, node)),
             None => {
                 let result = (self.check)(self.session, self.task, node);
                 memo.remember_check(node, stamp, result)
             }
+        }
+    }
+
+    /// [`Scan::answer`], with the reasons of a failure worked out if they were not: the
+    /// stamp is the same, so the check gives what it would have given then.
+    fn answer_with_reasons(&self, memo: &mut ClassMemo, node: NodeId, stamp: u64) -> Remembered {
+        match self.answer(memo, node, stamp) {
+            Remembered::Refused => {
+                let result = (self.check)(self.session, self.task, node);
+                memo.remember_check(node, stamp, result)
+            }
+            r => r,
         }
     }
 
@@ -172,7 +210,8 @@ impl Scan<'_> {
                     failures.push((node, Failure::Other(err, false)));
                     continue;
                 }
-                if let Remembered::Fails(id) = self.answer(memo, node, stamps.of(node)) {
+                if let Remembered::Fails(id) = self.answer_with_reasons(memo, node, stamps.of(node))
+                {
                     failures.push((node, Failure::Memo(id)));
                 }
             }
@@ -184,33 +223,57 @@ impl Scan<'_> {
         }
     }
 
-    /// Without a memo: every node is checked, in parallel batches taken in node order.
+    /// Without a memo: every node is checked, in parallel batches taken in node order. When
+    /// no failure is kept for the error cache, the nodes are only told to fit or not, and
+    /// their reasons worked out only if none fits.
     fn in_batches(&self) -> Found {
+        if let Some(fits) = self.fits.filter(|_| !self.keep_failures) {
+            let eval = |&node: &NodeId| fits(self.session, self.task, node);
+            let mut found = self.batches(eval, |found, node, ok| {
+                if ok {
+                    found.feasible.push(node);
+                }
+            });
+            if found.feasible.is_empty() {
+                found.failures = self.reasons(found.processed);
+            }
+            return found;
+        }
+        let eval = |&node: &NodeId| match self.cached_error(node) {
+            Some(err) => Err(Failure::Other(err, false)),
+            None => (self.check)(self.session, self.task, node)
+                .map_err(|e| Failure::Other(Arc::new(e), true)),
+        };
+        self.batches(eval, |found, node, outcome| match outcome {
+            Ok(()) => found.feasible.push(node),
+            Err(failure) => found.failures.push((node, failure)),
+        })
+    }
+
+    /// Evaluates the nodes in parallel batches taken in node order until `want` fit; `file`
+    /// puts each node's outcome in the result.
+    fn batches<T: Send>(
+        &self,
+        eval: impl Fn(&NodeId) -> T + Sync,
+        mut file: impl FnMut(&mut Found, NodeId, T),
+    ) -> Found {
         let n = self.nodes.len();
         let mut found = Found {
             feasible: Vec::with_capacity(self.want.min(n)),
             processed: 0,
             failures: Vec::new(),
         };
-        let eval = |&node: &NodeId| match self.cached_error(node) {
-            Some(err) => Err(Failure::Other(err, false)),
-            None => (self.check)(self.session, self.task, node)
-                .map_err(|e| Failure::Other(Arc::new(e), true)),
-        };
         while found.processed < n && found.feasible.len() < self.want {
             let end = (found.processed + SEARCH_BATCH.max(self.want)).min(n);
             let batch: Vec<NodeId> = (found.processed..end).map(|i| self.node(i)).collect();
-            let results: Vec<Result<(), Failure>> = if n >= PARALLEL_MIN_NODES {
-                batch.par_iter().map(eval).collect()
+            let results: Vec<T> = if n >= PARALLEL_MIN_NODES {
+                batch.par_iter().map(&eval).collect()
             } else {
-                batch.iter().map(eval).collect()
+                batch.iter().map(&eval).collect()
             };
             for (&node, outcome) in batch.iter().zip(results) {
                 found.processed += 1;
-                match outcome {
-                    Ok(()) => found.feasible.push(node),
-                    Err(failure) => found.failures.push((node, failure)),
-                }
+                file(&mut found, node, outcome);
                 if found.feasible.len() >= self.want {
                     break;
                 }
@@ -218,12 +281,32 @@ impl Scan<'_> {
         }
         found
     }
+
+    /// The first `processed` nodes' failures with their reasons, checked again: nothing moved
+    /// since they were told not to fit.
+    fn reasons(&self, processed: usize) -> Vec<(NodeId, Failure)> {
+        let nodes: Vec<NodeId> = (0..processed).map(|i| self.node(i)).collect();
+        let eval = |&node: &NodeId| {
+            (self.check)(self.session, self.task, node)
+                .err()
+                .map(|e| (node, Failure::Other(Arc::new(e), true)))
+        };
+        if self.nodes.len() >= PARALLEL_MIN_NODES {
+            nodes.par_iter().filter_map(eval).collect()
+        } else {
+            nodes.iter().filter_map(eval).collect()
+        }
+    }
 }
 
 /// The feasible-node search with Volcano's per-(job, role) error cache (§6.0.2).
 pub struct PredicateHelper {
     cache_enabled: bool,
     error_cache: HashMap<String, ErrorCache>,
+    /// Whether the last search without a memo found nothing: the next one (often the job's
+    /// next task) then likely finds nothing either and wants every node's reasons, which the
+    /// full check gives in one pass rather than after a pass of outcomes.
+    found_nothing: bool,
 }
 
 /// Nodes evaluated per parallel batch: large enough to keep both cores busy, small enough not
@@ -240,6 +323,7 @@ impl PredicateHelper {
         Self {
             cache_enabled,
             error_cache: HashMap::new(),
+            found_nothing: false,
         }
     }
 
@@ -252,13 +336,16 @@ impl PredicateHelper {
     /// are remembered.
     ///
     /// The fit errors are filled only when no node is feasible, the one case callers read
-    /// them: building them for every search would copy a reason per failing node.
+    /// them: building them for every search would copy a reason per failing node. For the
+    /// same reason `fits`, `check`'s answer without reasons, is asked instead where the
+    /// reasons may not be read (with the memo on only, so that the property test compares).
     pub fn predicate_nodes(
         &mut self,
         ssn: &mut Session,
         task: TaskId,
         nodes: &[NodeId],
-        check: &(dyn Fn(&Session, TaskId, NodeId) -> Result<(), FitError> + Sync),
+        check: &CheckFn,
+        fits: Option<&FitsFn>,
         memo: Option<&mut ClassMemo>,
     ) -> (Vec<NodeId>, FitErrors) {
         let n = nodes.len();
@@ -295,12 +382,19 @@ impl PredicateHelper {
             start,
             want,
             check,
+            fits: fits.filter(|_| {
+                ssn.state.options().search_memo && (memo.is_some() || !self.found_nothing)
+            }),
             cached,
             keep_failures: cache_on,
         };
         let (found, memo) = match memo {
             Some(memo) => (scan.with_memo(memo), Some(&*memo)),
-            None => (scan.in_batches(), None),
+            None => {
+                let found = scan.in_batches();
+                self.found_nothing = found.feasible.is_empty();
+                (found, None)
+            }
         };
         let fit_errors = if found.feasible.is_empty() {
             found.fit_errors(memo)

@@ -115,6 +115,7 @@ fn reclaim_for_task(
         &candidates,
         &|s, t, n| s.predicate_for_preempt_action(t, n),
         None,
+        None,
     );
     if feasible.is_empty() {
         return Err("no candidate node".to_string());

@@ -29,8 +29,8 @@ use crate::model::{FitError, NodeId, SchedClass};
 const MAX_SLOTS: usize = 1 << 20;
 
 /// A remembered predicate result: the node's version it was computed at (the low half of its
-/// stamp; the high half is the class's epoch) and the answer: [`NOTHING`], 0 for fits, or 1 +
-/// the error's place in the class's error table. Kept apart from the scores and small, so that
+/// stamp; the high half is the class's epoch) and the answer: [`NOTHING`], [`REFUSED`], 0 for
+/// fits, or 1 + the error's place in the class's error table. Kept apart from the scores and small, so that
 /// a search reads 8 bytes per node.
 #[derive(Clone, Copy)]
 struct CheckSlot {
@@ -40,6 +40,8 @@ struct CheckSlot {
 
 /// Nothing remembered.
 const NOTHING: u32 = u32::MAX;
+/// Fails, for reasons not worked out yet.
+const REFUSED: u32 = u32::MAX - 1;
 
 impl Default for CheckSlot {
     fn default() -> Self {
@@ -84,6 +86,8 @@ pub struct ClassMemo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Remembered {
     Fits,
+    /// Fails, for reasons not worked out: a check under the same stamp gives them.
+    Refused,
     /// The error's id in the class's table ([`ClassMemo::error`]).
     Fails(u32),
 }
@@ -118,6 +122,7 @@ impl ClassMemo {
         }
         Some(match slot.answer {
             0 => Remembered::Fits,
+            REFUSED => Remembered::Refused,
             e => Remembered::Fails(e - 1),
         })
     }
@@ -133,12 +138,27 @@ impl ClassMemo {
             Ok(()) => Remembered::Fits,
             Err(e) => Remembered::Fails(self.intern(e)),
         };
+        self.remember(node, stamp, remembered)
+    }
+
+    /// Remembers whether the check passed, without its reasons.
+    pub fn remember_outcome(&mut self, node: NodeId, stamp: u64, fits: bool) -> Remembered {
+        let remembered = if fits {
+            Remembered::Fits
+        } else {
+            Remembered::Refused
+        };
+        self.remember(node, stamp, remembered)
+    }
+
+    fn remember(&mut self, node: NodeId, stamp: u64, remembered: Remembered) -> Remembered {
         let (epoch, version) = split(stamp);
         self.enter(epoch);
         if let Some(slot) = self.checks.get_mut(node.index()) {
             slot.version = version;
             slot.answer = match remembered {
                 Remembered::Fits => 0,
+                Remembered::Refused => REFUSED,
                 Remembered::Fails(id) => id + 1,
             };
         }
@@ -149,7 +169,7 @@ impl ClassMemo {
         if let Some(&id) = self.error_ids.get(&e) {
             return id;
         }
-        // At most one new error per predicate call: far fewer than 2^32 in a session.
+        // At most one new error per predicate call: far fewer than 2^32 - 2 in a session.
         let id = self.errors.len() as u32;
         let e = Arc::new(e);
         self.errors.push(e.clone());
@@ -280,6 +300,21 @@ mod tests {
             panic!("a failure")
         };
         assert_eq!(**class.error(id), err("a"));
+    }
+
+    #[test]
+    fn a_refusal_without_reasons_is_remembered_until_they_are_worked_out() {
+        let mut memo = SearchMemo::default();
+        let class = memo.class(SchedClass(7), 2);
+        let node = NodeId::from_index(1);
+        assert_eq!(class.remember_outcome(node, 4, false), Remembered::Refused);
+        assert_eq!(class.check(node, 4), Some(Remembered::Refused));
+        assert_eq!(class.error_count(), 0);
+        let worked_out = class.remember_check(node, 4, Err(FitError::error("full", "test")));
+        assert_eq!(worked_out, Remembered::Fails(0));
+        assert_eq!(class.check(node, 4), Some(worked_out));
+        assert_eq!(class.remember_outcome(node, 5, true), Remembered::Fits);
+        assert!(class.check(node, 4).is_none());
     }
 
     mod counted {

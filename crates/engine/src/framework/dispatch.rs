@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use crate::conf::Gate;
 use crate::model::{FitError, JobId, NodeId, QueueId, TaskId};
 
-use super::plugin::{ExtensionPoints as EP, ValidateResult};
+use super::plugin::{ExtensionPoints as EP, PredicateOutcome, ValidateResult};
 use super::session::{PluginSlot, Session};
 
 impl Session {
@@ -144,6 +144,20 @@ impl Session {
         Ok(())
     }
 
+    /// Whether `PredicateForAllocateAction` lets `task` on `node`, as [`Session::predicate`]
+    /// would decide it (the first plugin that fails decides) but without the reasons.
+    pub fn predicate_allows_allocation(&self, task: TaskId, node: NodeId) -> bool {
+        for s in self.slots_for(EP::PREDICATE, Some(Gate::Predicate)) {
+            let plugin = &self.instances[s.instance];
+            if let PredicateOutcome::Fails { blocks_allocation } =
+                plugin.predicate_outcome(&self.state, task, node)
+            {
+                return !blocks_allocation;
+            }
+        }
+        true
+    }
+
     /// Instances that answer predicates or scores, the ones the search memo asks.
     fn searching_instances(&self) -> impl Iterator<Item = &dyn super::plugin::Plugin> + '_ {
         let searching = EP::PREDICATE | EP::NODE_ORDER | EP::BATCH_NODE_ORDER;
@@ -162,6 +176,21 @@ impl Session {
             && self
                 .searching_instances()
                 .all(|p| p.search_is_node_local(&self.state, task))
+    }
+
+    /// Whether allocate may remember this task's scores per node even when its predicates are
+    /// not node-local: the memo is on and every plugin that scores says its answers for the
+    /// task are node-local (a plugin that also predicates answers for both, so it may only
+    /// keep the scores from the memo).
+    pub fn scores_are_node_local(&self, task: TaskId) -> bool {
+        let scoring = EP::NODE_ORDER | EP::BATCH_NODE_ORDER;
+        self.state.options.search_memo
+            && self
+                .instances
+                .iter()
+                .zip(&self.points)
+                .filter(|(_, p)| p.intersects(scoring))
+                .all(|(i, _)| i.search_is_node_local(&self.state, task))
     }
 
     /// Whether moving this task changes other tasks' predicates and scores on its node only.

@@ -101,6 +101,14 @@ pub const PERMIT: i32 = 1;
 pub const ABSTAIN: i32 = 0;
 pub const REJECT: i32 = -1;
 
+/// What [`Plugin::predicate_outcome`] tells: whether `predicate` returns `Ok`, and if not,
+/// whether its error blocks allocation ([`FitError::blocks_allocation`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PredicateOutcome {
+    Passes,
+    Fails { blocks_allocation: bool },
+}
+
 /// Result of `JobValid` when the job fails validation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValidateResult {
@@ -162,6 +170,22 @@ pub trait Plugin: Send + Sync {
     fn predicate(&self, _ssn: &SessionState, _task: TaskId, _node: NodeId) -> Result<(), FitError> {
         default_ran(ExtensionPoints::PREDICATE);
         Ok(())
+    }
+    /// [`Plugin::predicate`]'s outcome without its reasons, for searches that read the
+    /// reasons only when every node fails (they then ask `predicate`). A plugin whose reasons
+    /// cost more than its checks answers this itself; the default asks `predicate`.
+    fn predicate_outcome(
+        &self,
+        ssn: &SessionState,
+        task: TaskId,
+        node: NodeId,
+    ) -> PredicateOutcome {
+        match self.predicate(ssn, task, node) {
+            Ok(()) => PredicateOutcome::Passes,
+            Err(e) => PredicateOutcome::Fails {
+                blocks_allocation: e.blocks_allocation(),
+            },
+        }
     }
     /// Per-node score. Called in parallel across nodes.
     fn node_order(&self, _ssn: &SessionState, _task: TaskId, _node: NodeId) -> Result<f64, String> {

@@ -44,6 +44,7 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::{Arc, Mutex};
 
 use engine::conf::{ArgWarning, Arguments};
+use engine::framework::plugin::PredicateOutcome;
 use engine::framework::{ExtensionPoints, Plugin, PreBindWrites, SessionState};
 use engine::model::claim::pod_uses_claims;
 use engine::model::{FitError, FitStatus, NodeId, SchedClass, StatusCode, TaskId};
@@ -851,6 +852,26 @@ impl Plugin for Predicates {
         }
     }
 
+    fn predicate_outcome(
+        &self,
+        ssn: &SessionState,
+        task: TaskId,
+        node: NodeId,
+    ) -> PredicateOutcome {
+        match self.passes(ssn, task, node) {
+            Some(true) => PredicateOutcome::Passes,
+            Some(false) => PredicateOutcome::Fails {
+                blocks_allocation: true,
+            },
+            None => match self.predicate(ssn, task, node) {
+                Ok(()) => PredicateOutcome::Passes,
+                Err(e) => PredicateOutcome::Fails {
+                    blocks_allocation: e.blocks_allocation(),
+                },
+            },
+        }
+    }
+
     /// Node-local unless a filter looks beyond the node for this task: inter-pod affinity
     /// in play, a `DoNotSchedule` spread constraint, or claims (whose bindings other pods may
     /// share). The equivalence cache makes the reason text depend on which task filled it, so
@@ -905,6 +926,7 @@ impl Plugin for Predicates {
 }
 
 mod cache;
+mod outcome;
 mod prefilter;
 mod volumes;
 

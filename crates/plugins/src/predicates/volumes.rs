@@ -36,6 +36,16 @@ pub(super) struct VolumeFilters {
     binding: Option<ClaimGroups>,
 }
 
+impl VolumeFilters {
+    /// Whether no volume filter runs for the task.
+    pub(super) fn is_empty(&self) -> bool {
+        self.restrictions.is_none()
+            && self.limits.is_none()
+            && self.zone.is_none()
+            && self.binding.is_none()
+    }
+}
+
 fn prefilter_error(filter: Filter, failure: Failure) -> String {
     let message = match failure {
         Failure::Unschedulable(m) | Failure::Unresolvable(m) | Failure::Error(m) => m,

@@ -405,6 +405,7 @@ fn place(
             s.predicate_for_preempt_action(t, n)
         },
         None,
+        None,
     );
     let Some(best) = choose_node(ssn, task, &feasible, None) else {
         return false;

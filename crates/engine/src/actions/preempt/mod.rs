@@ -149,6 +149,7 @@ fn preempt_task(
         &candidates,
         &|s, t, n| s.predicate_for_preempt_action(t, n),
         None,
+        None,
     );
     let queue = ssn
         .state
