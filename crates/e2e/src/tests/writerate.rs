@@ -4,8 +4,11 @@
 //! never queued behind the events of the binds before it.
 //!
 //! The test polls every 100 ms and notes when each pod is first seen bound and each PodGroup is
-//! first seen with phase Running; a PodGroup must show Running no later than one period (1 s)
-//! plus two polls after the last of its pods was seen bound.
+//! first seen with phase Running; a PodGroup must show Running no later than one period (1 s),
+//! plus its status write's wait for a token (behind at most two binds: three tokens, 300 ms),
+//! plus two polls, after the last of its pods was seen bound: the session that sees the pods
+//! running is the next periodic one, since a pod starting to run changes no decision. A status
+//! queued behind the events of the binds before it would take seconds.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -20,6 +23,8 @@ const GANGS: usize = 10;
 const GANG_SIZE: usize = 3;
 const POLL: Duration = Duration::from_millis(100);
 const PERIOD: Duration = Duration::from_secs(1);
+/// A status write's longest wait for a token at 10 writes/s: after at most two binds.
+const STATUS_TOKEN_WAIT: Duration = Duration::from_millis(300);
 
 pub fn low_write_rate(env: Env) -> BoxFuture<'static, anyhow::Result<()>> {
     Box::pin(async move { run(env).await })
@@ -92,9 +97,10 @@ async fn run(env: Env) -> anyhow::Result<()> {
         let lag = running_at[&group].saturating_sub(last_bind);
         slowest = slowest.max(lag);
         ensure!(
-            lag <= PERIOD + 2 * POLL,
+            lag <= PERIOD + STATUS_TOKEN_WAIT + 2 * POLL,
             "PodGroup {group} showed Running {lag:?} after its last pod was bound (at {:?} and \
-             {last_bind:?} since the start; at most one period, {PERIOD:?}, expected)",
+             {last_bind:?} since the start; at most one period, {PERIOD:?}, its status write's \
+             token and two polls expected)",
             running_at[&group]
         );
     }
