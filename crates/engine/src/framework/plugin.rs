@@ -109,6 +109,18 @@ pub enum PredicateOutcome {
     Fails { blocks_allocation: bool },
 }
 
+impl PredicateOutcome {
+    /// The outcome of a `predicate` answer.
+    pub fn of(result: &Result<(), FitError>) -> Self {
+        match result {
+            Ok(()) => PredicateOutcome::Passes,
+            Err(e) => PredicateOutcome::Fails {
+                blocks_allocation: e.blocks_allocation(),
+            },
+        }
+    }
+}
+
 /// Result of `JobValid` when the job fails validation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValidateResult {
@@ -180,12 +192,7 @@ pub trait Plugin: Send + Sync {
         task: TaskId,
         node: NodeId,
     ) -> PredicateOutcome {
-        match self.predicate(ssn, task, node) {
-            Ok(()) => PredicateOutcome::Passes,
-            Err(e) => PredicateOutcome::Fails {
-                blocks_allocation: e.blocks_allocation(),
-            },
-        }
+        PredicateOutcome::of(&self.predicate(ssn, task, node))
     }
     /// Per-node score. Called in parallel across nodes.
     fn node_order(&self, _ssn: &SessionState, _task: TaskId, _node: NodeId) -> Result<f64, String> {

@@ -863,12 +863,7 @@ impl Plugin for Predicates {
             Some(false) => PredicateOutcome::Fails {
                 blocks_allocation: true,
             },
-            None => match self.predicate(ssn, task, node) {
-                Ok(()) => PredicateOutcome::Passes,
-                Err(e) => PredicateOutcome::Fails {
-                    blocks_allocation: e.blocks_allocation(),
-                },
-            },
+            None => PredicateOutcome::of(&self.predicate(ssn, task, node)),
         }
     }
 
