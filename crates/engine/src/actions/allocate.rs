@@ -199,7 +199,7 @@ fn allocate_resources_for_tasks(
                         task,
                         &[nn],
                         &|s, t, n| allocate_predicate(s, t, n),
-                        Some(&|s, t, n| allocate_fits(s, t, n)),
+                        Some(&allocate_fits),
                         memo.as_deref_mut(),
                     )
                     .0;
@@ -211,7 +211,7 @@ fn allocate_resources_for_tasks(
                 task,
                 nodes,
                 &|s, t, n| allocate_predicate(s, t, n),
-                Some(&|s, t, n| allocate_fits(s, t, n)),
+                Some(&allocate_fits),
                 memo.as_deref_mut(),
             );
             if found.is_empty() {

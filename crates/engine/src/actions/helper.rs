@@ -33,18 +33,13 @@ pub fn num_feasible_nodes_to_find(ssn: &Session, n: usize) -> usize {
 /// Resource check the actions run before plugin predicates: the request must fit the node's
 /// future idle resources ("Insufficient <resource>").
 pub fn resource_fit(ssn: &Session, task: TaskId, node: NodeId) -> Result<(), FitError> {
-    let n = ssn.state.node(node);
-    ssn.state
-        .task(task)
-        .resreq()
-        .fits_future_idle(&n.idle, &n.releasing, &n.pipelined)
-        .map_err(|name| {
-            FitError::new(FitStatus::new(
-                StatusCode::Unschedulable,
-                format!("Insufficient {name}"),
-                "allocate",
-            ))
-        })
+    future_idle_fit(ssn, task, node).map_err(|name| {
+        FitError::new(FitStatus::new(
+            StatusCode::Unschedulable,
+            format!("Insufficient {name}"),
+            "allocate",
+        ))
+    })
 }
 
 /// `allocPredicate`: resources first, then the plugins (`PredicateForAllocateAction`).
@@ -53,13 +48,18 @@ pub fn allocate_predicate(ssn: &Session, task: TaskId, node: NodeId) -> Result<(
     predicate_for_allocate(ssn, task, node)
 }
 
+/// The request against the node's future idle resources: the first dimension short, if any.
+fn future_idle_fit(ssn: &Session, task: TaskId, node: NodeId) -> Result<(), &'static str> {
+    let n = ssn.state.node(node);
+    ssn.state
+        .task(task)
+        .resreq()
+        .fits_future_idle(&n.idle, &n.releasing, &n.pipelined)
+}
+
 /// [`allocate_predicate`]'s answer without its reasons.
 pub fn allocate_fits(ssn: &Session, task: TaskId, node: NodeId) -> bool {
-    let n = ssn.state.node(node);
-    let req = ssn.state.task(task).resreq();
-    req.fits_future_idle(&n.idle, &n.releasing, &n.pipelined)
-        .is_ok()
-        && ssn.predicate_allows_allocation(task, node)
+    future_idle_fit(ssn, task, node).is_ok() && ssn.predicate_allows_allocation(task, node)
 }
 
 /// A node check with its reasons.

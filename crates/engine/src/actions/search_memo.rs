@@ -30,8 +30,8 @@ const MAX_SLOTS: usize = 1 << 20;
 
 /// A remembered predicate result: the node's version it was computed at (the low half of its
 /// stamp; the high half is the class's epoch) and the answer: [`NOTHING`], [`REFUSED`], 0 for
-/// fits, or 1 + the error's place in the class's error table. Kept apart from the scores and small, so that
-/// a search reads 8 bytes per node.
+/// fits, or 1 + the error's place in the class's error table. Kept apart from the scores and
+/// small, so that a search reads 8 bytes per node.
 #[derive(Clone, Copy)]
 struct CheckSlot {
     version: u32,
