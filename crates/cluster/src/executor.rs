@@ -315,6 +315,17 @@ impl Executor {
         })
     }
 
+    /// [`Executor::call`] for a write whose answer nobody reads: the response is taken as
+    /// text, not decoded into the object it returns (events and PodGroup statuses are written
+    /// for every job; decoding their echoes cost as much as writing them).
+    async fn call_unread(
+        &self,
+        request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<(), WriteError> {
+        let request = request.map_err(|e| WriteError::Api(kube::Error::BuildRequest(e)))?;
+        self.call(self.client.request_text(request)).await.map(drop)
+    }
+
     fn pods(&self, namespace: &str) -> Api<Pod> {
         Api::namespaced(self.client.clone(), namespace)
     }
@@ -464,9 +475,11 @@ impl Executor {
         tracing::trace!(pod_group = %u.pod_group, phase = %u.status.phase, "writing PodGroup status");
         let status = engine::model::job::job_status_to_api(&u.status);
         let patch = json!({"status": status});
-        let api: Api<PodGroup> = Api::namespaced(self.client.clone(), ns);
+        let url = <PodGroup as kube::Resource>::url_path(&(), Some(ns));
         let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        let result = self.call(api.patch(name, &pp, &patch)).await;
+        let result = self
+            .call_unread(kube::core::Request::new(url).patch(name, &pp, &patch))
+            .await;
         if let Err(WriteError::Api(e)) = result {
             tracing::warn!(pod_group = %u.pod_group, error = %e, "PodGroup status not written; retried next cycle");
         }
@@ -615,8 +628,11 @@ impl Executor {
             reporting_instance: Some(self.cfg.instance.clone()),
             ..Default::default()
         };
-        let api: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
-        if let Err(e) = self.call(api.create(&PostParams::default(), &event)).await {
+        let url = <KubeEvent as kube::Resource>::url_path(&(), Some(namespace));
+        let request = serde_json::to_vec(&event)
+            .map_err(kube::core::request::Error::SerializeBody)
+            .and_then(|body| kube::core::Request::new(url).create(&PostParams::default(), body));
+        if let Err(e) = self.call_unread(request).await {
             tracing::debug!(error = %e, reason = %ev.reason, "event not published");
             // Let the next identical event try again instead of suppressing it.
             self.recent_events

@@ -37,6 +37,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::shared::Shared;
 
+mod watched_pod;
+pub use watched_pod::WatchedPod;
+
 /// An object kind the state mirrors.
 pub trait Mirrored: Sized {
     const KIND: &'static str;
@@ -358,12 +361,6 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
     }
 }
 
-/// Removes what the scheduler never reads and what costs the most memory.
-fn prune<K: ResourceExt>(mut obj: K) -> K {
-    obj.managed_fields_mut().clear();
-    obj
-}
-
 /// A typed watch with backoff and pruning.
 pub fn typed_stream<K>(client: Client) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
 where
@@ -373,7 +370,8 @@ where
     let api: Api<K> = Api::all(client);
     watcher::watcher(api, watcher::Config::default())
         .backoff(WatchBackoff::default())
-        .map(|r| r.map(|ev| ev.modify(|o| *o = prune(o.clone()))))
+        // What the scheduler never reads and what costs the most memory.
+        .map(|r| r.map(|ev| ev.modify(|o| o.managed_fields_mut().clear())))
 }
 
 /// A watch of a custom resource read as untyped objects, converted one by one; objects that
@@ -429,6 +427,37 @@ fn report_values<K: Mirrored + ValueCheck>(
     }
 }
 
+/// Splits an untyped object into its identity (types and metadata, without managed fields, for
+/// the events about it) and the JSON of the whole object, moving its body rather than copying it.
+fn into_typed_value(o: DynamicObject) -> (DynamicObject, Result<serde_json::Value, String>) {
+    let DynamicObject {
+        types,
+        mut metadata,
+        data,
+    } = o;
+    metadata.managed_fields = None;
+    let shell = DynamicObject {
+        types,
+        metadata,
+        data: serde_json::Value::Null,
+    };
+    let mut map = match data {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let value = serde_json::to_value(&shell.metadata)
+        .map(|meta| {
+            map.insert("metadata".into(), meta);
+            if let Some(t) = &shell.types {
+                map.insert("apiVersion".into(), t.api_version.clone().into());
+                map.insert("kind".into(), t.kind.clone().into());
+            }
+            serde_json::Value::Object(map)
+        })
+        .map_err(|e| e.to_string());
+    (shell, value)
+}
+
 /// Converts an untyped event. A malformed `Apply` becomes a `Delete` of that key (the object is
 /// no longer trusted); a malformed `InitApply` is dropped (the relist then forgets it).
 fn convert_event<K>(
@@ -439,12 +468,10 @@ fn convert_event<K>(
 where
     K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned,
 {
-    let convert = |o: &DynamicObject| -> Result<K, String> {
-        let mut value = serde_json::to_value(o).map_err(|e| e.to_string())?;
-        if let Some(m) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            m.remove("managedFields");
-        }
-        serde_json::from_value::<K>(value).map_err(|e| e.to_string())
+    let convert = |o: DynamicObject| -> (DynamicObject, Result<K, String>) {
+        let (shell, value) = into_typed_value(o);
+        let typed = value.and_then(|v| serde_json::from_value::<K>(v).map_err(|e| e.to_string()));
+        (shell, typed)
     };
     let report = |o: &DynamicObject, err: &str| {
         let name = o.name_any();
@@ -455,22 +482,22 @@ where
     match ev {
         Event::Init => Some(Event::Init),
         Event::InitDone => Some(Event::InitDone),
-        Event::InitApply(o) => match convert(&o) {
-            Ok(k) => {
+        Event::InitApply(o) => match convert(o) {
+            (o, Ok(k)) => {
                 report_values(&k, &o, problems, reported);
                 Some(Event::InitApply(k))
             }
-            Err(e) => {
+            (o, Err(e)) => {
                 report(&o, &e);
                 None
             }
         },
-        Event::Apply(o) => match convert(&o) {
-            Ok(k) => {
+        Event::Apply(o) => match convert(o) {
+            (o, Ok(k)) => {
                 report_values(&k, &o, problems, reported);
                 Some(Event::Apply(k))
             }
-            Err(e) => {
+            (o, Err(e)) => {
                 report(&o, &e);
                 // Forget the last good version: keep a minimal stand-in object to delete by key.
                 let stub: Option<K> = serde_json::from_value(serde_json::json!({
@@ -483,12 +510,12 @@ where
                 stub.map(Event::Delete)
             }
         },
-        Event::Delete(o) => match convert(&o) {
-            Ok(k) => {
+        Event::Delete(o) => match convert(o) {
+            (_, Ok(k)) => {
                 reported.forget(&k.state_key());
                 Some(Event::Delete(k))
             }
-            Err(_) => serde_json::from_value::<K>(serde_json::json!({
+            (o, Err(_)) => serde_json::from_value::<K>(serde_json::json!({
                 "apiVersion": K::api_version(&()),
                 "kind": <K as Mirrored>::KIND,
                 "metadata": {"name": o.name_any(), "namespace": o.namespace()},
@@ -508,7 +535,7 @@ pub fn spawn_all(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(run_mirror(
-            typed_stream::<Pod>(client.clone()),
+            typed_stream::<WatchedPod>(client.clone()),
             shared.clone(),
         )),
         tokio::spawn(run_mirror(

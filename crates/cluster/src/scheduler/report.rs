@@ -97,7 +97,13 @@ pub(super) fn record_decisions(
         .map(|(uid, m)| match seen.jobs.get_mut(uid.as_str()) {
             Some(s) => {
                 s.reported_in = session;
-                s.intact && same_series(&s.last, m)
+                let same = s.intact && same_series(&s.last, m);
+                // A new PodGroup version with the same labels: keep its spec, so the next
+                // sessions compare pointers instead of names.
+                if same && !std::sync::Arc::ptr_eq(&s.last.job, &m.job) {
+                    s.last.job = m.job.clone();
+                }
+                same
             }
             None => false,
         })

@@ -320,7 +320,7 @@ async fn reloads_apply_from_the_next_cycle_and_refusals_keep_the_previous_config
     f.scheduler.run_cycle().await;
     assert_eq!(f.sink.ensured(), [("default".to_string(), true)]);
 
-    std::fs::write(&path, format!("{flat}    enableHierarchy: true\n")).expect("write");
+    replace_file(&path, &format!("{flat}    enableHierarchy: true\n"));
     wait_for_a_look(&f.scheduler.conf).await;
     f.scheduler.run_cycle().await;
     assert_eq!(
@@ -338,7 +338,7 @@ async fn reloads_apply_from_the_next_cycle_and_refusals_keep_the_previous_config
             .any(|p| p.enable_hierarchy)
     );
 
-    std::fs::write(&path, "actions: \"enqueue, nosuchaction\"\ntiers: []\n").expect("write");
+    replace_file(&path, "actions: \"enqueue, nosuchaction\"\ntiers: []\n");
     wait_for_a_look(&f.scheduler.conf).await;
     f.scheduler.run_cycle().await;
     assert_eq!(f.sink.published_reasons(), ["ConfigRefused"]);
@@ -354,6 +354,14 @@ async fn reloads_apply_from_the_next_cycle_and_refusals_keep_the_previous_config
 
 /// Returns after the configuration reader has looked at its file twice more (so at least
 /// once after the caller's last change).
+/// Replaces the file's content in one step, as a ConfigMap update does (a look never reads a
+/// half-written file: under load it could, and count a refusal of the truncated text).
+fn replace_file(path: &std::path::Path, content: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, content).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
 async fn wait_for_a_look(conf: &ConfSource) {
     let seen = conf.looks();
     for _ in 0..500 {

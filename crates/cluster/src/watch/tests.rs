@@ -61,10 +61,13 @@ fn relist_deletes_what_vanished_and_does_not_double_count() {
 }
 
 #[test]
-fn delete_event_removes_and_pruning_drops_managed_fields() {
+fn delete_event_removes_and_the_pod_watch_drops_managed_fields() {
     let s = shared();
-    let mut m = Mirror::<Pod>::default();
-    m.apply(Event::Apply(prune(pod("a", None))), &s);
+    let mut m = Mirror::<WatchedPod>::default();
+    let watched: WatchedPod =
+        serde_json::from_value(serde_json::to_value(pod("a", None)).expect("json"))
+            .expect("watched pod");
+    m.apply(Event::Apply(watched), &s);
     assert!(s.lock().pod("ns/a").is_some_and(|p| {
         p.pod
             .metadata
@@ -72,7 +75,7 @@ fn delete_event_removes_and_pruning_drops_managed_fields() {
             .as_ref()
             .is_none_or(|f| f.is_empty())
     }));
-    m.apply(Event::Delete(pod("a", None)), &s);
+    m.apply(Event::Delete(WatchedPod(pod("a", None))), &s);
     assert_eq!(s.lock().pod_count(), 0);
 }
 

@@ -179,7 +179,7 @@ fn allocate_resources_for_tasks(
         let mut memo = ssn.search_is_node_local(task).then(|| {
             search
                 .memo
-                .class(ssn.state.task(task).spec.sched_class, nodes.len())
+                .class(ssn.state.task(task).spec.sched_class(), nodes.len())
         });
         let mut feasible = Vec::new();
         if let Some(nominated) = ssn.state.task(task).spec.nominated_node_name.clone()
@@ -234,7 +234,7 @@ fn allocate_resources_for_tasks(
             memo = Some(
                 search
                     .memo
-                    .class(ssn.state.task(task).spec.sched_class, nodes.len()),
+                    .class(ssn.state.task(task).spec.sched_class(), nodes.len()),
             );
         }
         let Some(best) = choose_node(ssn, task, &feasible, memo) else {

@@ -66,8 +66,11 @@ pub struct TaskSpec {
     pub ours: bool,
     /// Volcano job template uid, for predicate caching.
     pub template_uid: Option<String>,
-    /// What the pod asks of a node, for the allocate search memo.
-    pub sched_class: super::SchedClass,
+    /// What the pod asks of a node, for the allocate search memo ([`TaskSpec::sched_class`]).
+    /// Worked out when the pod arrives waiting for a node; for the other versions of a pod
+    /// (bound, running: two or three watch events each) only if a session asks, which allocate
+    /// never does, so the watch does not hash their specs.
+    sched_class: std::sync::OnceLock<super::SchedClass>,
     /// The pod's CPU (millicores) and memory (bytes) requests with Kubernetes' defaults for
     /// containers that state none (upstream `NonZeroRequested`), filled by the scoring plugin
     /// on first use. It depends on `pod` only, and a spec lives as long as its pod version, so
@@ -147,7 +150,7 @@ impl TaskSpec {
             .unwrap_or("")
             .to_string();
 
-        TaskSpec {
+        let task = TaskSpec {
             uid: meta
                 .uid
                 .clone()
@@ -180,10 +183,23 @@ impl TaskSpec {
             preemption_never: spec.and_then(|s| s.preemption_policy.as_deref()) == Some("Never"),
             ours,
             template_uid: annotation(keys::TEMPLATE_UID).map(str::to_string),
-            sched_class: super::SchedClass::of(&pod),
+            sched_class: std::sync::OnceLock::new(),
             non_zero_request: std::sync::OnceLock::new(),
             pod: pod.clone(),
+        };
+        // A pod waiting for us is what allocate searches for: its class is worked out here, on
+        // the watch, rather than in the session that places it.
+        if task.ours && task.status == TaskStatus::Pending && task.node_name.is_none() {
+            task.sched_class();
         }
+        task
+    }
+
+    /// What the pod asks of a node (`SchedClass`), worked out on first use.
+    pub fn sched_class(&self) -> super::SchedClass {
+        *self
+            .sched_class
+            .get_or_init(|| super::SchedClass::of(&self.pod))
     }
 
     /// The pod's current `PodScheduled` condition, if any: (status, reason, message).

@@ -460,7 +460,7 @@ impl Predicates {
         if self.cache.is_none() && ssn.options().search_memo {
             f.stable = Some(
                 self.stable_verdicts
-                    .of(ssn.task(task).spec.sched_class, pod),
+                    .of(ssn.task(task).spec.sched_class(), pod),
             );
         }
         (skip, Ok(f))

@@ -101,7 +101,7 @@ impl Predicates {
             SpreadDomains::build(pod, &all_nodes(ssn), &|n: &Node| required.matches(n))
         };
         let domains = if ssn.options().search_memo {
-            let class = ssn.task(task).spec.sched_class;
+            let class = ssn.task(task).spec.sched_class();
             let mut cache = self
                 .spread_domains
                 .lock()
