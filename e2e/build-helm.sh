@@ -25,21 +25,7 @@ esac
 
 complete() { [[ -f $STAMP && -x $HELM_BIN/helm ]]; }
 
-if ! $force && complete; then
-	printf '%s\n' "$HELM_BIN/helm"
-	exit 0
-fi
-
-command -v go >/dev/null || e2e_die "the Go toolchain (>= 1.26) is needed to build helm"
-
-mkdir -p "$E2E_CACHE/bin"
-# Own lock: a helm build must not wait for (or block) the control-plane build.
-exec 9>"$E2E_CACHE/bin/.build-helm.lock"
-flock 9
-if ! $force && complete; then
-	printf '%s\n' "$HELM_BIN/helm"
-	exit 0
-fi
+e2e_build_once helm "$force" "$HELM_BIN/helm"
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false -trimpath"
 go_version=$(go env GOVERSION)

@@ -48,6 +48,36 @@ install_crds() {
 		-f "$E2E_REPO/deploy/crds/" >/dev/null
 	e2e_kubectl wait --for condition=Established --timeout=60s \
 		crd/podgroups.scheduling.volcano.sh crd/queues.scheduling.volcano.sh >/dev/null
+	# Volcano's Job and Command CRDs, for the test that runs Volcano's own job controller
+	# (VOLCANO_E2E_VOLCANO_DIR: what e2e/build-volcano.sh prints).
+	if [[ -n ${VOLCANO_E2E_VOLCANO_DIR-} ]]; then
+		e2e_kubectl apply --server-side --force-conflicts --field-manager=volcano-rs-e2e \
+			-f "$VOLCANO_E2E_VOLCANO_DIR/crds/" >/dev/null
+		# A CRD that was just created may have no conditions yet, which `kubectl wait`
+		# reports as an error rather than waiting for.
+		local tries=0
+		until e2e_kubectl wait --for condition=Established --timeout=60s \
+			crd/jobs.batch.volcano.sh crd/commands.bus.volcano.sh >/dev/null 2>&1; do
+			((++tries < 60)) || e2e_die "Volcano's CRDs did not become Established"
+			sleep 0.5
+		done
+	fi
+}
+
+# kwok's upstream stages, with the pod-complete stage (a Running pod owned by a Job
+# finishes at once) narrowed to batch/v1 Jobs: a Volcano Job's pods are owned by a
+# batch.volcano.sh Job and must stay Running like any long-running worker.
+kwok_stages() {
+	awk '
+		/- key: .\.metadata\.ownerReferences\.\[\]\.kind./ {
+			indent = substr($0, 1, index($0, "-") - 1)
+			print indent "- key: '"'"'.metadata.ownerReferences.[].apiVersion'"'"'"
+			print indent "  operator: '"'"'In'"'"'"
+			print indent "  values:"
+			print indent "  - '"'"'batch/v1'"'"'"
+		}
+		{ print }
+	' "$E2E_BIN/kwok-stages.yaml"
 }
 
 report() {
@@ -224,8 +254,8 @@ install_crds
 
 e2e_log "starting kwok (manages nodes labelled $E2E_KWOK_LABEL_KEY=$E2E_KWOK_LABEL_VALUE)"
 # kwok refuses to start without Stage definitions: the upstream "fast" node
-# and pod stages (node Ready at once; bound pod Running; Job pod Succeeded;
-# deleted pod removed). No node leases (nothing reads them without a
+# and pod stages (node Ready at once; bound pod Running; batch/v1 Job pod
+# Succeeded; deleted pod removed). No node leases (nothing reads them without a
 # controller-manager, and they would cost writes); a /16 pod CIDR instead of
 # the default /24 so that more than 254 pods get addresses. The debugging
 # server (logs/exec) stays off; its listener serves /healthz on loopback only.
@@ -243,7 +273,7 @@ e2e_log "starting kwok (manages nodes labelled $E2E_KWOK_LABEL_KEY=$E2E_KWOK_LAB
 		  podPlayStageParallelism: 8
 		  nodePlayStageParallelism: 4
 	EOF
-	cat "$E2E_BIN/kwok-stages.yaml"
+	kwok_stages
 } >"$E2E_RUN/kwok.yaml"
 start kwok --kubeconfig="$E2E_KUBECONFIG" --config="$E2E_RUN/kwok.yaml"
 wait_ready kwok 60 kwok_healthy

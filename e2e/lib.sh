@@ -74,3 +74,25 @@ e2e_pids() {
 e2e_port_in_use() {
 	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
 }
+
+# e2e_build_once NAME FORCE RESULT: the start of a cached build script that defines
+# `complete` (true when the cached build is whole). Unless FORCE is true, prints RESULT
+# and exits when the build is complete, before and after taking the build's own lock
+# (fd 9), so that callers racing for one build wait for the first and then reuse it;
+# otherwise returns holding the lock, with the Go toolchain checked.
+e2e_build_once() {
+	local name=$1 force=$2 result=$3
+	if ! $force && complete; then
+		printf '%s\n' "$result"
+		exit 0
+	fi
+	command -v go >/dev/null || e2e_die "the Go toolchain (>= 1.26) is needed to build $name"
+	mkdir -p "$E2E_CACHE/bin"
+	# Own lock: one build neither waits for nor blocks the builds of other tools.
+	exec 9>"$E2E_CACHE/bin/.build-$name.lock"
+	flock 9
+	if ! $force && complete; then
+		printf '%s\n' "$result"
+		exit 0
+	fi
+}

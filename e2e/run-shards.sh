@@ -36,6 +36,10 @@ faults=(apiserver-restart leader-pause tdm-zone)
 # The Prometheus server the usage test scrapes through (Debian's package).
 VOLCANO_E2E_PROMETHEUS=$("$E2E_DIR/install-prometheus.sh")
 export VOLCANO_E2E_PROMETHEUS
+# Volcano's controller-manager and its Job CRDs, for the volcano-job test (cluster-up.sh
+# installs the CRDs when this is set).
+VOLCANO_E2E_VOLCANO_DIR=$("$E2E_DIR/build-volcano.sh")
+export VOLCANO_E2E_VOLCANO_DIR
 
 # shard NAME PORT_OFFSET RUNNER_ARGS...
 shard() {

@@ -59,6 +59,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("volcano-arguments", tests::operator::volcano_arguments),
     ("volumes", tests::volumes::volumes),
     ("owned-pods", tests::owners::owned_pods),
+    ("volcano-job", tests::volcano_job::volcano_job),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

@@ -21,5 +21,6 @@ pub mod restart;
 pub mod tap;
 pub mod tdm;
 pub mod usage;
+pub mod volcano_job;
 pub mod volumes;
 pub mod writerate;
