@@ -300,21 +300,18 @@ fn metrics_with_every_family() -> std::sync::Arc<Metrics> {
             overused: Some(false),
         },
     );
-    d.job_metrics.insert(
-        "ns/pg".to_owned(),
-        JobMetrics::labelled(
-            "ns",
-            "pg",
-            "q1",
-            None,
-            JobFigures {
-                unschedule_task_count: Some(2),
-                retried: true,
-                share: Some(0.1),
-                ..JobFigures::default()
-            },
-        ),
-    );
+    d.job_metrics.push(JobMetrics::labelled(
+        "ns",
+        "pg",
+        "q1",
+        None,
+        JobFigures {
+            unschedule_task_count: Some(2),
+            retried: true,
+            share: Some(0.1),
+            ..JobFigures::default()
+        },
+    ));
     m.record_decisions(&d);
 
     let ms = Duration::from_millis;

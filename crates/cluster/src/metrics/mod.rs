@@ -417,7 +417,7 @@ impl Metrics {
         for (queue, m) in &d.queue_metrics {
             self.record_queue(queue, m);
         }
-        for (i, m) in d.job_metrics.values().enumerate() {
+        for (i, m) in d.job_metrics.iter().enumerate() {
             if unchanged(i) {
                 if m.figures.retried {
                     self.job_retry_counts.with_label_values(&[m.name()]).inc();

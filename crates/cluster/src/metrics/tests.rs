@@ -163,34 +163,28 @@ fn sample_decisions() -> Decisions {
         unschedulable_jobs: Some(2),
         ..Decisions::default()
     };
-    d.job_metrics.insert(
-        "ns/pg".to_owned(),
-        JobMetrics::labelled(
-            "ns",
-            "pg",
-            "q1",
-            None,
-            JobFigures {
-                unschedule_task_count: Some(3),
-                retried: true,
-                share: Some(0.25),
-                ..JobFigures::default()
-            },
-        ),
-    );
-    d.job_metrics.insert(
-        "ns/ready".to_owned(),
-        JobMetrics::labelled(
-            "ns",
-            "ready",
-            "q1",
-            None,
-            JobFigures {
-                unschedule_task_count: Some(0),
-                ..JobFigures::default()
-            },
-        ),
-    );
+    d.job_metrics.push(JobMetrics::labelled(
+        "ns",
+        "pg",
+        "q1",
+        None,
+        JobFigures {
+            unschedule_task_count: Some(3),
+            retried: true,
+            share: Some(0.25),
+            ..JobFigures::default()
+        },
+    ));
+    d.job_metrics.push(JobMetrics::labelled(
+        "ns",
+        "ready",
+        "q1",
+        None,
+        JobFigures {
+            unschedule_task_count: Some(0),
+            ..JobFigures::default()
+        },
+    ));
     d.queue_metrics.insert("q1".to_owned(), gpu_queue_metrics());
     d.queue_metrics.insert(
         "q2".to_owned(),

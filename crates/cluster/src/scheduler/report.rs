@@ -94,7 +94,7 @@ pub(super) fn record_decisions(
     let unchanged: Vec<bool> = decisions
         .job_metrics
         .iter()
-        .map(|(uid, m)| match seen.jobs.get_mut(uid.as_str()) {
+        .map(|m| match seen.jobs.get_mut(m.uid()) {
             Some(s) => {
                 s.reported_in = session;
                 let same = s.intact && same_series(&s.last, m);
@@ -139,9 +139,9 @@ fn job_and_queue_lifecycle(
         }
         present
     });
-    for ((uid, m), &same) in d.job_metrics.iter().zip(unchanged) {
+    for (m, &same) in d.job_metrics.iter().zip(unchanged) {
         if !same {
-            let last = seen.jobs.get(uid.as_str());
+            let last = seen.jobs.get(m.uid());
             if let Some(s) = last
                 && !same_labels(&s.last, m)
             {
@@ -159,7 +159,7 @@ fn job_and_queue_lifecycle(
                 intact: true,
                 reported_in: session,
             };
-            seen.jobs.insert(uid.clone(), seen_job);
+            seen.jobs.insert(m.uid().to_string(), seen_job);
         }
         if m.figures.placed > 0
             && let Some(created) = m.creation()

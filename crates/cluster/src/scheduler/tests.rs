@@ -497,21 +497,23 @@ fn job_series_follow_changes_and_shared_names() {
     let mut seen = report::SeenSeries::default();
     let now = Timestamp::UNIX_EPOCH;
     let mut d = Decisions::default();
-    d.job_metrics.insert("a/x".into(), job_figures("a", "x", 0));
-    d.job_metrics.insert("b/x".into(), job_figures("b", "x", 0));
-    d.job_metrics.insert("a/y".into(), job_figures("a", "y", 2));
+    d.job_metrics = vec![
+        job_figures("a", "x", 0),
+        job_figures("b", "x", 0),
+        job_figures("a", "y", 2),
+    ];
     report::record_decisions(&metrics, &d, &mut seen, now);
     let series = |job: &str| gauge(&metrics, "volcano_unschedule_task_count", job);
     assert_eq!(series("job_id=\"y\"").as_deref(), Some("2"));
 
     // The same figures again: left alone; a changed figure is set.
-    d.job_metrics.insert("a/y".into(), job_figures("a", "y", 1));
+    d.job_metrics[2] = job_figures("a", "y", 1);
     report::record_decisions(&metrics, &d, &mut seen, now);
     assert_eq!(series("job_id=\"y\"").as_deref(), Some("1"));
     assert_eq!(series("job_id=\"x\"").as_deref(), Some("0"));
 
     // b/x leaves: the name-only series goes with it, and is set again for a/x next session.
-    d.job_metrics.remove("b/x");
+    d.job_metrics.retain(|m| m.uid() != "b/x");
     report::record_decisions(&metrics, &d, &mut seen, now);
     report::record_decisions(&metrics, &d, &mut seen, now);
     assert_eq!(series("job_id=\"x\"").as_deref(), Some("0"));

@@ -79,7 +79,7 @@ impl Session {
                 job: j.spec.clone(),
                 figures,
             };
-            state.decisions.job_metrics.insert(j.spec.uid.clone(), m);
+            state.decisions.job_metrics.push(m);
         }
         let mut decisions = std::mem::take(&mut state.decisions);
         decisions.events.append(&mut state.events);

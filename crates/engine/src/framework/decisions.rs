@@ -180,6 +180,10 @@ impl JobMetrics {
             figures,
         }
     }
+    /// The job's uid (`namespace/name`).
+    pub fn uid(&self) -> &str {
+        &self.job.uid
+    }
     pub fn namespace(&self) -> &str {
         &self.job.namespace
     }
@@ -231,8 +235,10 @@ pub struct Decisions {
     pub events: Vec<Event>,
     /// queue name → figures, for every queue of the session.
     pub queue_metrics: std::collections::BTreeMap<String, QueueMetrics>,
-    /// job uid (`namespace/name`) → figures, for jobs a plugin reported on.
-    pub job_metrics: std::collections::BTreeMap<String, JobMetrics>,
+    /// Figures of the jobs a plugin reported on, in the session's job order (each names its
+    /// job: [`JobMetrics::uid`]). A list, not a map by uid: the session reports every job, and
+    /// copying every uid into a map cost a steady session a tenth of its time.
+    pub job_metrics: Vec<JobMetrics>,
     /// Pending tasks left with a `PodScheduled=False` reason at close.
     pub unschedulable_tasks: usize,
     /// Jobs the gang plugin found not ready (`volcano_unschedule_job_count`); `None` when gang

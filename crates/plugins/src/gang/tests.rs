@@ -369,7 +369,7 @@ fn standalone_pods_count_in_both_unschedulable_metrics() {
     assert_eq!(decisions.unschedulable_jobs, Some(1));
     let m = decisions
         .job_metrics
-        .values()
+        .iter()
         .find(|m| m.name() == "podgroup-uid-ns-big")
         .expect("a series for the standalone pod's job");
     assert_eq!(m.figures.unschedule_task_count, Some(1));
