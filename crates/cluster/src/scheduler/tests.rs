@@ -496,12 +496,14 @@ fn job_series_follow_changes_and_shared_names() {
     let metrics = Metrics::new();
     let mut seen = report::SeenSeries::default();
     let now = Timestamp::UNIX_EPOCH;
-    let mut d = Decisions::default();
-    d.job_metrics = vec![
-        job_figures("a", "x", 0),
-        job_figures("b", "x", 0),
-        job_figures("a", "y", 2),
-    ];
+    let mut d = Decisions {
+        job_metrics: vec![
+            job_figures("a", "x", 0),
+            job_figures("b", "x", 0),
+            job_figures("a", "y", 2),
+        ],
+        ..Decisions::default()
+    };
     report::record_decisions(&metrics, &d, &mut seen, now);
     let series = |job: &str| gauge(&metrics, "volcano_unschedule_task_count", job);
     assert_eq!(series("job_id=\"y\"").as_deref(), Some("2"));
