@@ -3,6 +3,7 @@
 //! * [`PodGroup`] and [`Queue`] of `scheduling.volcano.sh/v1beta1` (spec/kubernetes.md §5.1,
 //!   §5.2), serialising exactly as Volcano's Go types do, with `apiVersion`/`kind` and the
 //!   `k8s_openapi` resource traits so that Kubernetes clients can use them directly.
+//! * [`HyperNode`] of `topology.volcano.sh/v1alpha1` (§5.5): the network topology tree.
 //! * [`keys`]: annotation and label keys of spec/kubernetes.md §6.
 //!
 //! String enumerations (phases, states, condition types) are plain `String`s with their known
@@ -12,6 +13,7 @@ pub mod keys;
 pub mod pod_group;
 pub mod queue;
 mod serde_util;
+pub mod topology;
 
 use std::collections::BTreeMap;
 
@@ -26,6 +28,7 @@ pub use queue::{
     Affinity, Cluster, DEFAULT_QUEUE, Guarantee, NodeGroupAffinity, NodeGroupAntiAffinity, Queue,
     QueueSpec, QueueStatus, ROOT_QUEUE, Reservation, dequeue_strategy, queue_state,
 };
+pub use topology::{HyperNode, HyperNodeSpec, MemberSelector, MemberSpec, member_type};
 
 /// API group of Volcano's scheduling resources.
 pub const GROUP: &str = "scheduling.volcano.sh";

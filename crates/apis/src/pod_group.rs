@@ -8,11 +8,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
-use k8s_openapi::{ListableResource, Metadata, NamespaceResourceScope, Resource};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::ResourceList;
-use crate::serde_util::{EnvelopeRef, deserialize_object, is_zero, null_as_default};
+use crate::serde_util::{is_zero, null_as_default};
 
 /// Values of `status.phase` (§5.3). Unknown values are kept as they are.
 pub mod pod_group_phase {
@@ -276,48 +275,15 @@ pub struct PodGroupCondition {
     pub message: String,
 }
 
-impl Resource for PodGroup {
-    const API_VERSION: &'static str = crate::API_VERSION;
-    const GROUP: &'static str = crate::GROUP;
-    const KIND: &'static str = "PodGroup";
-    const VERSION: &'static str = crate::VERSION;
-    const URL_PATH_SEGMENT: &'static str = "podgroups";
-    type Scope = NamespaceResourceScope;
-}
-
-impl ListableResource for PodGroup {
-    const LIST_KIND: &'static str = "PodGroupList";
-}
-
-impl Metadata for PodGroup {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl Serialize for PodGroup {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        EnvelopeRef::new::<Self>(&self.metadata, &self.spec, self.status.as_ref())
-            .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for PodGroup {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (metadata, spec, status) = deserialize_object::<Self, _, _, _>(deserializer)?;
-        Ok(Self {
-            metadata,
-            spec,
-            status,
-        })
-    }
-}
+crate::serde_util::object_traits!(
+    PodGroup,
+    crate::API_VERSION,
+    crate::GROUP,
+    crate::VERSION,
+    "PodGroup",
+    "podgroups",
+    k8s_openapi::NamespaceResourceScope
+);
 
 #[cfg(test)]
 mod tests;

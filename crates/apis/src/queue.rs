@@ -8,11 +8,10 @@
 //! and `status.allocated` has no `omitempty` so it is always written too.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::{ClusterResourceScope, ListableResource, Metadata, Resource};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::ResourceList;
-use crate::serde_util::{EnvelopeRef, deserialize_object, is_zero, null_as_default};
+use crate::serde_util::{is_zero, null_as_default};
 
 /// Name of the queue PodGroups use when their `spec.queue` is empty and no `--default-queue` is
 /// given.
@@ -280,53 +279,21 @@ pub struct Reservation {
     pub resource: ResourceList,
 }
 
-impl Resource for Queue {
-    const API_VERSION: &'static str = crate::API_VERSION;
-    const GROUP: &'static str = crate::GROUP;
-    const KIND: &'static str = "Queue";
-    const VERSION: &'static str = crate::VERSION;
-    const URL_PATH_SEGMENT: &'static str = "queues";
-    type Scope = ClusterResourceScope;
-}
-
-impl ListableResource for Queue {
-    const LIST_KIND: &'static str = "QueueList";
-}
-
-impl Metadata for Queue {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl Serialize for Queue {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        EnvelopeRef::new::<Self>(&self.metadata, &self.spec, self.status.as_ref())
-            .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Queue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (metadata, spec, status) = deserialize_object::<Self, _, _, _>(deserializer)?;
-        Ok(Self {
-            metadata,
-            spec,
-            status,
-        })
-    }
-}
+crate::serde_util::object_traits!(
+    Queue,
+    crate::API_VERSION,
+    crate::GROUP,
+    crate::VERSION,
+    "Queue",
+    "queues",
+    k8s_openapi::ClusterResourceScope
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::{ListableResource, Metadata, Resource};
     use serde_json::{Value, json};
 
     /// A Queue with every field set, as Volcano's Go client would marshal it.

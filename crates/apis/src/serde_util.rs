@@ -111,6 +111,64 @@ where
     Envelope::<Spec, Status>::deserialize(deserializer)?.into_parts::<R, D::Error>()
 }
 
+/// The Kubernetes resource traits and the enveloped serde of a top-level object with
+/// `metadata`, `spec` and an optional `status`: `object_traits!(Type, api_version, group,
+/// version, kind, plural, scope)`.
+macro_rules! object_traits {
+    ($ty:ty, $api_version:expr, $group:expr, $version:expr, $kind:literal, $plural:literal, $scope:ty) => {
+        impl k8s_openapi::Resource for $ty {
+            const API_VERSION: &'static str = $api_version;
+            const GROUP: &'static str = $group;
+            const KIND: &'static str = $kind;
+            const VERSION: &'static str = $version;
+            const URL_PATH_SEGMENT: &'static str = $plural;
+            type Scope = $scope;
+        }
+
+        impl k8s_openapi::ListableResource for $ty {
+            const LIST_KIND: &'static str = concat!($kind, "List");
+        }
+
+        impl k8s_openapi::Metadata for $ty {
+            type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serde::Serialize::serialize(
+                    &$crate::serde_util::EnvelopeRef::new::<Self>(
+                        &self.metadata,
+                        &self.spec,
+                        self.status.as_ref(),
+                    ),
+                    serializer,
+                )
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let (metadata, spec, status) =
+                    $crate::serde_util::deserialize_object::<Self, _, _, _>(deserializer)?;
+                Ok(Self {
+                    metadata,
+                    spec,
+                    status,
+                })
+            }
+        }
+    };
+}
+pub(crate) use object_traits;
+
 #[cfg(test)]
 mod tests {
     use super::*;

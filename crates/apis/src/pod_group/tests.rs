@@ -1,6 +1,7 @@
 use super::*;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+use k8s_openapi::{ListableResource, Metadata, Resource};
 use serde_json::{Value, json};
 
 /// A PodGroup with every field set, as Volcano's Go client would marshal it.

@@ -2,9 +2,11 @@
 
 pub mod claim;
 pub mod fit;
+pub mod hypernode;
 pub mod ids;
 pub mod job;
 pub mod job_spec;
+pub mod labels;
 pub mod node;
 pub mod quantity;
 pub mod queue;

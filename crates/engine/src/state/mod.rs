@@ -104,6 +104,8 @@ pub struct ClusterState {
     node_usage: Arc<BTreeMap<String, NodeUsage>>,
     /// Claims, volumes, storage classes and CSI nodes (`storage.rs`).
     storage: storage::StorageTables,
+    /// HyperNodes and their tree (`hyper_nodes.rs`).
+    hyper_nodes: hyper_nodes::HyperNodeTables,
     next_node_seq: u64,
     /// Built on the first snapshot after the nodes or their load changed; shared by the
     /// snapshots taken since ([`ClusterState::node_table`]).
@@ -158,8 +160,9 @@ impl ClusterState {
 
     /// A snapshot for a session: shares every table with the state.
     pub fn snapshot(&self) -> Snapshot {
-        // Built here, before the copy, so the state keeps it for the snapshots to come.
+        // Built here, before the copy, so the state keeps them for the snapshots to come.
         let _ = self.node_table();
+        let _ = self.hyper_node_tree();
         self.clone()
     }
 
@@ -174,6 +177,7 @@ impl ClusterState {
     /// The nodes or their load changed: the next snapshot builds the node table again.
     fn nodes_changed(&mut self) {
         self.node_table = OnceLock::new();
+        self.hyper_nodes.nodes_changed();
     }
 
     // ---- pods -------------------------------------------------------------------------------
@@ -595,6 +599,7 @@ impl ClusterState {
     }
 }
 
+mod hyper_nodes;
 pub mod invariants;
 mod node_table;
 mod storage;

@@ -272,3 +272,37 @@ fn the_node_table_follows_node_changes() {
     assert_eq!(table.by_name.get("a").map(|id| id.index()), Some(0));
     assert_eq!(table.usage, [None]);
 }
+
+#[test]
+fn the_hyper_node_tree_follows_hyper_node_and_node_changes() {
+    let mut s = ClusterState::new(StateOptions::default());
+    assert!(s.snapshot().hyper_node_tree().tiers().is_empty());
+    s.upsert_node(sized_node("gpu-0", "8"));
+    let leaf: apis::topology::HyperNode = serde_json::from_value(json!({
+        "metadata": {"name": "leaf"},
+        "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-"}}}]}
+    }))
+    .expect("hypernode");
+    assert!(s.upsert_hyper_node(leaf.clone()), "a new HyperNode");
+    assert!(!s.upsert_hyper_node(leaf.clone()), "the same spec again");
+    let first = s.snapshot();
+    let nodes = |snap: &ClusterState| {
+        snap.hyper_node_tree()
+            .get("leaf")
+            .map(|h| h.nodes.iter().cloned().collect::<Vec<_>>())
+    };
+    assert_eq!(nodes(&first), Some(vec!["gpu-0".to_string()]));
+    assert!(
+        Arc::ptr_eq(first.hyper_node_tree(), s.snapshot().hyper_node_tree()),
+        "shared while unchanged"
+    );
+    // A node that matches the pattern joins; the earlier snapshot keeps its tree.
+    s.upsert_node(sized_node("gpu-1", "8"));
+    assert_eq!(
+        nodes(&s.snapshot()),
+        Some(vec!["gpu-0".to_string(), "gpu-1".to_string()])
+    );
+    assert_eq!(nodes(&first), Some(vec!["gpu-0".to_string()]));
+    assert!(s.delete_hyper_node("leaf"));
+    assert!(s.snapshot().hyper_node_tree().get("leaf").is_none());
+}

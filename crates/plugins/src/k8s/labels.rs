@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// A pod already on a node (bound, running, or placed earlier in this cycle).
 #[derive(Clone, Copy)]
@@ -32,21 +32,7 @@ pub(crate) static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 /// The well-known hostname label; topology spread treats it specially.
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 
-/// True when `labels` satisfies every `matchLabels` entry and every `matchExpressions`
-/// requirement. An empty selector matches everything; an invalid one matches nothing.
-pub fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let labels_ok = sel
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(key, value)| labels.get(key) == Some(value));
-    labels_ok
-        && sel
-            .match_expressions
-            .iter()
-            .flatten()
-            .all(|req| requirement_matches(req, labels))
-}
+pub use engine::model::labels::{selector_is_empty, selector_matches};
 
 /// Like [`selector_matches`], but a missing selector (upstream `labels.Nothing()`) matches
 /// nothing.
@@ -55,13 +41,6 @@ pub fn selector_matches_opt(
     labels: &BTreeMap<String, String>,
 ) -> bool {
     sel.is_some_and(|s| selector_matches(s, labels))
-}
-
-/// True for the selector `{}` (no `matchLabels`, no `matchExpressions`), which upstream turns
-/// into `labels.Everything()`.
-pub fn selector_is_empty(sel: &LabelSelector) -> bool {
-    sel.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
-        && sel.match_expressions.as_ref().is_none_or(Vec::is_empty)
 }
 
 /// The pod's labels; an empty map when it has none.
@@ -83,18 +62,6 @@ pub fn pod_namespace(pod: &Pod) -> &str {
 /// The node's name; empty when unset.
 pub fn node_name(node: &Node) -> &str {
     node.metadata.name.as_deref().unwrap_or("")
-}
-
-fn requirement_matches(req: &LabelSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
-    let values = req.values.as_deref().unwrap_or(&[]);
-    let value = labels.get(&req.key);
-    match req.operator.as_str() {
-        "In" => !values.is_empty() && value.is_some_and(|v| values.contains(v)),
-        "NotIn" => !values.is_empty() && value.is_none_or(|v| !values.contains(v)),
-        "Exists" => values.is_empty() && value.is_some(),
-        "DoesNotExist" => values.is_empty() && value.is_none(),
-        _ => false,
-    }
 }
 
 #[cfg(test)]
