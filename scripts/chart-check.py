@@ -49,6 +49,8 @@ EXPECTED_CLUSTER_RULES = {
     ("", "persistentvolumes", "get"),
     ("", "persistentvolumes", "update"),
     *(("storage.k8s.io", r, v) for r in ("storageclasses", "csinodes") for v in ("list", "watch")),
+    ("topology.volcano.sh", "hypernodes", "list"),
+    ("topology.volcano.sh", "hypernodes", "watch"),
 }
 EXPECTED_LEASE_VERBS = {"get", "create", "update"}
 

@@ -166,6 +166,9 @@ pub fn dump_yaml(state: &ClusterState, conf: Option<&SchedulerConf>) -> String {
     for x in &o.csi_nodes {
         push(&mut out, &clean(x.as_ref()));
     }
+    for x in &o.hyper_nodes {
+        push(&mut out, &clean(x.as_ref()));
+    }
     for x in &o.volumes {
         push(&mut out, &clean(x.as_ref()));
     }

@@ -22,6 +22,7 @@ pub const MIRRORED_KINDS: &[&str] = &[
     "PersistentVolume",
     "StorageClass",
     "CSINode",
+    "HyperNode",
 ];
 
 pub struct Shared {

@@ -18,7 +18,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apis::{PodGroup, Queue};
+use apis::{HyperNode, PodGroup, Queue};
 use engine::framework::{Event as SchedEvent, EventType, ObjectRef};
 use engine::state::ClusterState;
 use futures::{Stream, StreamExt};
@@ -161,6 +161,7 @@ cluster_scoped!(
     delete_priority_class
 );
 cluster_scoped!(Namespace, "Namespace", upsert_namespace, delete_namespace);
+cluster_scoped!(HyperNode, "HyperNode", upsert_hyper_node, delete_hyper_node);
 
 /// Kinds whose objects can carry values the engine does not use as given.
 pub trait ValueCheck {
@@ -171,6 +172,7 @@ pub trait ValueCheck {
 }
 
 impl ValueCheck for PodGroup {}
+impl ValueCheck for HyperNode {}
 
 impl ValueCheck for Queue {
     fn value_problems(&self) -> Vec<String> {
@@ -281,19 +283,61 @@ where
     K: Mirrored,
     S: Stream<Item = Result<Event<K>, watcher::Error>>,
 {
+    run_mirror_of(stream, shared, Presence::Required).await
+}
+
+/// Whether a watched kind must exist in the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presence {
+    /// A kind the daemon cannot schedule without: a failing list is a broken watch, and
+    /// sessions wait until it works again.
+    Required,
+    /// A kind whose CRD a cluster may not have installed (HyperNodes, on clusters of a Volcano
+    /// older than 1.12): while the API server does not know the resource, the kind counts as
+    /// listed and empty.
+    Optional,
+}
+
+/// [`run_mirror`] for a kind of the given [`Presence`].
+pub async fn run_mirror_of<K, S>(stream: S, shared: Arc<Shared>, presence: Presence)
+where
+    K: Mirrored,
+    S: Stream<Item = Result<Event<K>, watcher::Error>>,
+{
     let mut mirror = Mirror::<K>::default();
     let mut stream = std::pin::pin!(stream);
     let mut failing = ErrorStreak::default();
+    let mut absent = false;
     while let Some(item) = stream.next().await {
         match item {
             Ok(event) => {
                 if let Some(errors) = failing.recovered() {
                     tracing::info!(kind = <K as Mirrored>::KIND, errors, "watch recovered");
                 }
+                if std::mem::take(&mut absent) {
+                    tracing::info!(kind = <K as Mirrored>::KIND, "the resource is served now");
+                }
                 shared.watch_working(<K as Mirrored>::KIND);
                 if mirror.apply(event, &shared) {
                     shared.work.notify_one();
                 }
+            }
+            Err(e) if presence == Presence::Optional && resource_not_served(&e) => {
+                if !std::mem::replace(&mut absent, true) {
+                    tracing::info!(
+                        kind = <K as Mirrored>::KIND,
+                        "the API server does not serve this resource (CRD not installed): none of it is used until it does"
+                    );
+                }
+                // An empty list: whatever was held goes (the CRD was deleted), and the kind
+                // counts as listed.
+                let held = !mirror.known.is_empty();
+                mirror.apply(Event::Init, &shared);
+                mirror.apply(Event::InitDone, &shared);
+                if held {
+                    shared.work.notify_one();
+                }
+                shared.watch_working(<K as Mirrored>::KIND);
             }
             Err(e) => {
                 shared.watch_failed(<K as Mirrored>::KIND);
@@ -304,6 +348,17 @@ where
                 }
             }
         }
+    }
+}
+
+/// A list or watch the API server refused with 404: it does not serve the resource at all.
+fn resource_not_served(e: &watcher::Error) -> bool {
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code == 404,
+        watcher::Error::WatchError(s) => s.code == 404,
+        _ => false,
     }
 }
 
@@ -333,16 +388,26 @@ impl ErrorStreak {
 #[derive(Debug)]
 struct WatchBackoff {
     next: Duration,
+    max: Duration,
 }
 
 const WATCH_RETRY_FIRST: Duration = Duration::from_millis(100);
 const WATCH_RETRY_MAX: Duration = Duration::from_millis(500);
+/// Longest wait between looks at an optional kind whose resource is not served.
+const WATCH_RETRY_OPTIONAL: Duration = Duration::from_secs(30);
+
+impl WatchBackoff {
+    fn up_to(max: Duration) -> Self {
+        WatchBackoff {
+            next: WATCH_RETRY_FIRST,
+            max,
+        }
+    }
+}
 
 impl Default for WatchBackoff {
     fn default() -> Self {
-        WatchBackoff {
-            next: WATCH_RETRY_FIRST,
-        }
+        WatchBackoff::up_to(WATCH_RETRY_MAX)
     }
 }
 
@@ -350,7 +415,7 @@ impl Iterator for WatchBackoff {
     type Item = Duration;
     fn next(&mut self) -> Option<Duration> {
         let delay = self.next;
-        self.next = (self.next * 2).min(WATCH_RETRY_MAX);
+        self.next = (self.next * 2).min(self.max);
         Some(delay)
     }
 }
@@ -383,11 +448,23 @@ pub fn untyped_stream<K>(
 where
     K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
 {
+    untyped_stream_with(client, problems, WatchBackoff::default())
+}
+
+/// [`untyped_stream`] with its own retry delays.
+fn untyped_stream_with<K>(
+    client: Client,
+    problems: UnboundedSender<SchedEvent>,
+    backoff: WatchBackoff,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
+where
+    K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
+{
     let ar = ApiResource::erase::<K>(&());
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
     let mut reported = ReportedProblems::default();
     watcher::watcher(api, watcher::Config::default())
-        .backoff(WatchBackoff::default())
+        .backoff(backoff)
         .filter_map(move |r| {
             let converted = match r {
                 Err(e) => Some(Err(e)),
@@ -533,6 +610,7 @@ pub fn spawn_all(
     shared: Arc<Shared>,
     problems: UnboundedSender<SchedEvent>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
+    let problems_hn = problems.clone();
     vec![
         tokio::spawn(run_mirror(
             typed_stream::<WatchedPod>(client.clone()),
@@ -547,7 +625,7 @@ pub fn spawn_all(
             shared.clone(),
         )),
         tokio::spawn(run_mirror(
-            untyped_stream::<Queue>(client.clone(), problems),
+            untyped_stream::<Queue>(client.clone(), problems.clone()),
             shared.clone(),
         )),
         tokio::spawn(run_mirror(
@@ -578,7 +656,20 @@ pub fn spawn_all(
             typed_stream::<CSINode>(client.clone()),
             shared.clone(),
         )),
-        tokio::spawn(run_mirror(typed_stream::<Namespace>(client), shared)),
+        tokio::spawn(run_mirror(
+            typed_stream::<Namespace>(client.clone()),
+            shared.clone(),
+        )),
+        // Checked again every 30 s at most while the CRD is absent.
+        tokio::spawn(run_mirror_of(
+            untyped_stream_with::<HyperNode>(
+                client,
+                problems_hn,
+                WatchBackoff::up_to(WATCH_RETRY_OPTIONAL),
+            ),
+            shared,
+            Presence::Optional,
+        )),
     ]
 }
 

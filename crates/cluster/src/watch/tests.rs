@@ -237,3 +237,41 @@ fn an_error_streak_is_reported_once_when_it_starts_and_once_when_it_ends() {
     assert_eq!(s.recovered(), None);
     assert!(s.failed());
 }
+
+fn not_served() -> watcher::Error {
+    watcher::Error::InitialListFailed(kube::Error::Api(
+        kube::core::Status::failure(
+            "the server could not find the requested resource",
+            "NotFound",
+        )
+        .with_code(404)
+        .boxed(),
+    ))
+}
+
+#[tokio::test]
+async fn an_optional_kind_the_api_server_does_not_serve_counts_as_listed_and_empty() {
+    let s = shared();
+    let hn: HyperNode = serde_json::from_value(json!({
+        "metadata": {"name": "s0"}, "spec": {"tier": 1}
+    }))
+    .expect("hypernode");
+    // Held from an earlier list, then the CRD goes away.
+    let events: Vec<Result<Event<HyperNode>, watcher::Error>> = vec![
+        Ok(Event::Init),
+        Ok(Event::InitApply(hn)),
+        Ok(Event::InitDone),
+        Err(not_served()),
+    ];
+    run_mirror_of(futures::stream::iter(events), s.clone(), Presence::Optional).await;
+    assert!(!s.unsynced_kinds().contains(&"HyperNode"));
+    assert!(s.broken_watches().is_empty());
+    assert_eq!(s.lock().hyper_node_objects().count(), 0);
+
+    // A required kind refused the same way is a broken watch, and never listed.
+    let s = shared();
+    let events: Vec<Result<Event<Pod>, watcher::Error>> = vec![Err(not_served())];
+    run_mirror_of(futures::stream::iter(events), s.clone(), Presence::Required).await;
+    assert!(s.unsynced_kinds().contains(&"Pod"));
+    assert_eq!(s.broken_watches(), ["Pod"]);
+}

@@ -5,7 +5,8 @@
 //! Isolation between tests that run at the same time is by construction: test `<t>` uses the
 //! namespace `e2e-<t>`, the scheduler name `e2e-<t>`, nodes labelled `e2e.volcano-rs/test=<t>`
 //! (its daemon runs with the matching `--node-selector`, so it neither sees nor fills other
-//! tests' nodes), cluster-scoped objects carrying that label (Queues, PriorityClasses) and the
+//! tests' nodes), cluster-scoped objects carrying that label (Queues, PriorityClasses,
+//! HyperNodes) and the
 //! Lease `volcano-system/e2e-<t>`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -708,6 +709,13 @@ async fn cleanup_inner(env: &Env, name: &str) -> anyhow::Result<()> {
         .delete_collection(&DeleteParams::default(), &by_label)
         .await
         .context("deleting PriorityClasses")?;
+    // A cluster without the HyperNode CRD answers 404.
+    ignore_not_found(
+        Api::<apis::HyperNode>::all(client.clone())
+            .delete_collection(&DeleteParams::default(), &by_label)
+            .await,
+    )
+    .context("deleting HyperNodes")?;
     let leases: Api<Lease> = Api::namespaced(client.clone(), LEASE_NAMESPACE);
     ignore_not_found(
         leases

@@ -1,11 +1,12 @@
 //! `debug-state`: `/debug/state` is off unless asked for, carries no secrets, and replays.
 //!
 //! A daemon starts as a standby (the test holds its Lease), with `--debug-state-address`. It
-//! watches a gang of three pods and a pod with a literal `DB_PASSWORD` env value and a
-//! `last-applied-configuration` annotation, but binds nothing. Then:
+//! watches a gang of three pods, a pod with a literal `DB_PASSWORD` env value and a
+//! `last-applied-configuration` annotation, and a HyperNode over the test's nodes, but binds
+//! nothing. Then:
 //!
 //! 1. The metrics port does not serve `/debug/state`; the debug address does, and the dump
-//!    holds neither the password nor the annotation.
+//!    holds the HyperNode but neither the password nor the annotation.
 //! 2. `volcano-rs simulate` on the dump (with the configuration the dump carries) decides where
 //!    each pod goes.
 //! 3. The test releases the Lease; the daemon leads and binds every pod exactly where the
@@ -94,6 +95,19 @@ async fn run(env: Env) -> anyhow::Result<()> {
     ctx.create_pod(secret).await?;
     pods.push("secret".into());
 
+    let hyper_node = format!("e2e-{NAME}-rack");
+    let members: Vec<serde_json::Value> = (0..3)
+        .map(|i| serde_json::json!({"type": "Node", "selector": {"exactMatch": {"name": format!("{NAME}-n-{i}")}}}))
+        .collect();
+    let hn: apis::HyperNode = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": hyper_node, "labels": {ctx.label.0.clone(): ctx.label.1.clone()}},
+        "spec": {"tier": 1, "members": members}
+    }))?;
+    Api::<apis::HyperNode>::all(env.client.clone())
+        .create(&PostParams::default(), &hn)
+        .await
+        .context("creating the HyperNode")?;
+
     // 1. Where the dump is served, and what it leaves out.
     let (status, _) = http_get(daemon.metrics_addr(), "/debug/state").await?;
     ensure!(
@@ -109,11 +123,12 @@ async fn run(env: Env) -> anyhow::Result<()> {
             if status != 200 {
                 return Err(format!("status {status}"));
             }
-            let all = pods.iter().all(|p| body.contains(&format!("name: {p}\n")));
+            let all = pods.iter().all(|p| body.contains(&format!("name: {p}\n")))
+                && body.contains(&format!("name: {hyper_node}\n"));
             if all {
                 Ok(body)
             } else {
-                Err("not every pod yet".into())
+                Err("not every pod and the HyperNode yet".into())
             }
         })
         .await?;

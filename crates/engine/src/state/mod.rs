@@ -66,6 +66,7 @@ pub struct ObservedObjects {
     pub volumes: Vec<Arc<PersistentVolume>>,
     pub claims: Vec<Arc<PersistentVolumeClaim>>,
     pub csi_nodes: Vec<Arc<CSINode>>,
+    pub hyper_nodes: Vec<Arc<apis::HyperNode>>,
 }
 
 /// A node with the order in which it was first seen (Volcano's node list order).
@@ -595,6 +596,7 @@ impl ClusterState {
             volumes: self.volumes().cloned().collect(),
             claims: self.claims().cloned().collect(),
             csi_nodes: self.csi_nodes().cloned().collect(),
+            hyper_nodes: self.hyper_node_objects().cloned().collect(),
         }
     }
 }

@@ -83,6 +83,9 @@ impl SimCluster {
         for csi_node in &input.csi_nodes {
             state.upsert_csi_node(csi_node.clone());
         }
+        for hyper_node in &input.hyper_nodes {
+            state.upsert_hyper_node(hyper_node.clone());
+        }
         for volume in &input.volumes {
             state.upsert_volume(volume.clone());
         }

@@ -43,6 +43,7 @@ pub struct SimInput {
     pub volumes: Vec<PersistentVolume>,
     pub storage_classes: Vec<StorageClass>,
     pub csi_nodes: Vec<CSINode>,
+    pub hyper_nodes: Vec<apis::HyperNode>,
     /// The scheduler configuration a daemon's `/debug/state` dump carries
     /// (`kind: SchedulerConfiguration`): its location and text. Used when no
     /// `--scheduler-conf` is given.
@@ -70,10 +71,11 @@ enum Kind {
     PersistentVolume,
     StorageClass,
     CSINode,
+    HyperNode,
 }
 
 impl Kind {
-    const ALL: [Kind; 12] = [
+    const ALL: [Kind; 13] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -86,6 +88,7 @@ impl Kind {
         Kind::PersistentVolume,
         Kind::StorageClass,
         Kind::CSINode,
+        Kind::HyperNode,
     ];
 
     fn name(self) -> &'static str {
@@ -102,6 +105,7 @@ impl Kind {
             Kind::PersistentVolume => "PersistentVolume",
             Kind::StorageClass => "StorageClass",
             Kind::CSINode => "CSINode",
+            Kind::HyperNode => "HyperNode",
         }
     }
 
@@ -117,6 +121,7 @@ impl Kind {
             Kind::PodGroup | Kind::Queue => apis::API_VERSION,
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::PodDisruptionBudget => "policy/v1",
+            Kind::HyperNode => apis::topology::TOPOLOGY_API_VERSION,
         }
     }
 
@@ -402,6 +407,7 @@ impl SimInput {
             Kind::PersistentVolume => self.volumes.push(typed(value, known, &fail)?),
             Kind::StorageClass => self.storage_classes.push(typed(value, known, &fail)?),
             Kind::CSINode => self.csi_nodes.push(typed(value, known, &fail)?),
+            Kind::HyperNode => self.hyper_nodes.push(typed(value, known, &fail)?),
         }
         if !self.seen.insert((known, key)) {
             self.warnings.push(format!(
@@ -438,7 +444,8 @@ has_meta!(
     PersistentVolumeClaim,
     PersistentVolume,
     StorageClass,
-    CSINode
+    CSINode,
+    apis::HyperNode
 );
 
 /// Decodes one object and gives a namespaced object without a namespace the `default` one,
@@ -579,6 +586,18 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: ns}
 "#;
+
+    #[test]
+    fn hyper_nodes_are_read() {
+        let input = load(
+            "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s0}\n\
+             spec: {tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: '^n'}}}]}\n",
+        )
+        .expect("hypernode");
+        assert_eq!(input.hyper_nodes.len(), 1);
+        assert_eq!(input.hyper_nodes[0].spec.tier, 1);
+        assert!(input.warnings.is_empty(), "{:?}", input.warnings);
+    }
 
     #[test]
     fn storage_objects_are_read() {
