@@ -12,9 +12,16 @@
 //! pods already running, and task roles (whose error cache wants every failure's reasons).
 //!
 //! The memo switch also turns off what `predicates` keeps per scheduling class for the session
-//! (the stable filters' verdicts, the spread domains) and its index of placed pods' required
-//! anti-affinity terms by label: with it off, every node and every placed pod is looked at
-//! afresh, as Volcano does, so these tests cover those too.
+//! (the stable filters' verdicts, with the nodes no cordon or taint can refuse and the node
+//! affinity matched through label columns; the spread domains, shared by pods that read the
+//! same of the nodes), its index of placed pods' required anti-affinity terms by label, the
+//! inter-pod affinity counts looked up by node position, and what `nodeorder` keeps per class
+//! (images, pod requests unless a container status reports resources) or skips (nodes without
+//! a `PreferNoSchedule` taint): with it off, every node and every placed pod is looked at
+//! afresh, as Volcano does, so these tests cover those too. For that the clusters also have
+//! required node affinity (with a term on the node name, which no label column holds),
+//! anti-affinity over zones as well as nodes, and running pods whose status reports resized
+//! requests.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -59,6 +66,14 @@ struct JobGen {
     /// A task role (`volcano.sh/task-spec`): the role's error cache then keeps the reasons of
     /// every failing node, which the searches otherwise work out only when nothing fits.
     role: bool,
+    /// Required node affinity: 0 none, 1 `In` two zones, 2 `NotIn` one zone and `Exists`,
+    /// 3 a term on the node name OR-ed with a zone term (the name is not in a label column).
+    node_affinity: u8,
+    /// The required anti-affinity's topology is the zone rather than the node.
+    anti_affinity_zone: bool,
+    /// The running members' container status reports resources (an in-place resize), which
+    /// the scores' pod requests then read.
+    resized: bool,
 }
 
 const SHAPES: [(u64, u64); 3] = [(500, 512), (1000, 1024), (250, 256)];
@@ -103,6 +118,11 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
             0usize..3,
             0usize..7,
         ),
+        (
+            prop::sample::select(vec![0u8, 0, 0, 1, 2, 3]),
+            prop::bool::weighted(0.3),
+            prop::bool::weighted(0.3),
+        ),
     )
         .prop_map(
             |(
@@ -110,6 +130,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                 (tolerate_dedicated, tolerate_soft, zone_selector),
                 (preferred_zone, anti_affinity, preferred_pod_affinity, role),
                 (spread, host_port, high_priority, running, min_seed),
+                (node_affinity, anti_affinity_zone, resized),
             )| JobGen {
                 replicas,
                 min_member: 1 + min_seed % replicas,
@@ -127,6 +148,9 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                 high_priority,
                 running: running.min(replicas),
                 role,
+                node_affinity,
+                anti_affinity_zone,
+                resized,
             },
         )
 }
@@ -187,10 +211,30 @@ fn affinity(j: &JobGen) -> Value {
             "weight": 10, "preference": {"matchExpressions": [{
                 "key": "topology.kubernetes.io/zone", "operator": "In", "values": [format!("z{z}")]}]}}]});
     }
+    let zone = |op: &str, values: Value| json!({"key": "topology.kubernetes.io/zone", "operator": op, "values": values});
+    let terms = match j.node_affinity {
+        1 => json!([{"matchExpressions": [zone("In", json!(["z0", "z2"]))]}]),
+        2 => json!([{"matchExpressions": [zone("NotIn", json!(["z1"])),
+            {"key": "topology.kubernetes.io/zone", "operator": "Exists"}]}]),
+        3 => {
+            json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]},
+            {"matchExpressions": [zone("In", json!(["z1"]))]}])
+        }
+        _ => Value::Null,
+    };
+    if !terms.is_null() {
+        affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+            json!({"nodeSelectorTerms": terms});
+    }
     let own = selector(j.app);
     if j.anti_affinity {
+        let key = if j.anti_affinity_zone {
+            "topology.kubernetes.io/zone"
+        } else {
+            "kubernetes.io/hostname"
+        };
         affinity["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": own, "topologyKey": "kubernetes.io/hostname"}]});
+            "labelSelector": own, "topologyKey": key}]});
     }
     if j.preferred_pod_affinity {
         affinity["podAffinity"] = json!({"preferredDuringSchedulingIgnoredDuringExecution": [{
@@ -272,6 +316,12 @@ fn build(nodes: &[NodeGen], jobs: &[JobGen]) -> SimInput {
             let running = t < j.running;
             let node = running.then(|| format!("n{}", (ji + t) % nodes.len()));
             let phase = if running { "Running" } else { "Pending" };
+            let mut status = json!({"phase": phase});
+            if running && j.resized {
+                status["containerStatuses"] = json!([{"name": "main", "image": "registry/img-a:1",
+                    "imageID": "", "ready": true, "restartCount": 0,
+                    "resources": {"requests": {"cpu": "1500m", "memory": "100Mi"}}}]);
+            }
             let mut annotations = json!({"scheduling.k8s.io/group-name": group});
             if j.role {
                 annotations["volcano.sh/task-spec"] = json!("worker");
@@ -286,7 +336,7 @@ fn build(nodes: &[NodeGen], jobs: &[JobGen]) -> SimInput {
                     "annotations": annotations,
                 },
                 "spec": pod_spec(j, t, node),
-                "status": {"phase": phase},
+                "status": status,
             })));
         }
     }

@@ -75,43 +75,89 @@ pub fn predicate_for_allocate(ssn: &Session, task: TaskId, node: NodeId) -> Resu
     }
 }
 
-/// Why a node failed a search: an error of the class's memo (by id), or one computed or taken
-/// from the role's error cache, with whether that is new to the cache.
+/// Why a node failed a search: an error of the class's memo (by id), one the search computed
+/// (by id in [`Found::errors`]; new to the role's cache), or one taken from the role's error
+/// cache.
 enum Failure {
     Memo(u32),
-    Other(Arc<FitError>, bool),
+    Computed(u32),
+    Cached(Arc<FitError>),
 }
 
-/// What a search found: the feasible nodes in search order, how many nodes it took, and the
-/// nodes that failed (gathered only when wanted).
+/// What a search found: the feasible nodes in search order, how many nodes it took, the nodes
+/// that failed (gathered only when wanted), and the distinct errors it computed.
+#[derive(Default)]
 struct Found {
     feasible: Vec<NodeId>,
     processed: usize,
     failures: Vec<(NodeId, Failure)>,
+    errors: Computed,
+}
+
+/// The distinct errors one search computed, each kept once: a search that fails everywhere
+/// gives the same few errors on thousands of nodes, which are then counted together.
+#[derive(Default)]
+struct Computed {
+    errors: Vec<Arc<FitError>>,
+    /// The errors past the first [`FEW_ERRORS`], by content (the first are compared in turn,
+    /// which costs less than hashing an error).
+    ids: HashMap<FitError, u32>,
+}
+
+/// How many distinct errors are looked for by comparison before by hash.
+const FEW_ERRORS: usize = 8;
+
+impl Computed {
+    fn id(&mut self, err: FitError) -> u32 {
+        let few = &self.errors[..self.errors.len().min(FEW_ERRORS)];
+        if let Some(id) = few.iter().position(|e| **e == err) {
+            return id as u32;
+        }
+        if let Some(&id) = self.ids.get(&err) {
+            return id;
+        }
+        let id = self.errors.len() as u32;
+        if self.errors.len() >= FEW_ERRORS {
+            self.ids.insert(err.clone(), id);
+        }
+        self.errors.push(Arc::new(err));
+        id
+    }
 }
 
 impl Found {
+    /// Files a failure the search computed.
+    fn computed(&mut self, node: NodeId, err: FitError) {
+        let id = self.errors.id(err);
+        self.failures.push((node, Failure::Computed(id)));
+    }
+
     /// The fit errors of a search that found nothing: the nodes that failed with the same
-    /// memo error are counted together.
+    /// error are counted together (the counts do not depend on the order).
     fn fit_errors(&self, memo: Option<&ClassMemo>) -> FitErrors {
         let mut fit_errors = FitErrors::default();
-        let mut by_error: Vec<Vec<NodeId>> = Vec::new();
+        let mut by_memo: Vec<Vec<NodeId>> = Vec::new();
+        let mut by_computed: Vec<Vec<NodeId>> = vec![Vec::new(); self.errors.errors.len()];
         for (node, failure) in &self.failures {
             match failure {
                 Failure::Memo(id) => {
                     let id = *id as usize;
-                    if by_error.len() <= id {
-                        by_error.resize_with(id + 1, Vec::new);
+                    if by_memo.len() <= id {
+                        by_memo.resize_with(id + 1, Vec::new);
                     }
-                    by_error[id].push(*node);
+                    by_memo[id].push(*node);
                 }
-                Failure::Other(err, _) => fit_errors.set_node_error(*node, err),
+                Failure::Computed(id) => by_computed[*id as usize].push(*node),
+                Failure::Cached(err) => fit_errors.set_node_error(*node, err),
             }
         }
         if let Some(memo) = memo {
-            for (id, nodes) in by_error.into_iter().enumerate() {
+            for (id, nodes) in by_memo.into_iter().enumerate() {
                 fit_errors.add_nodes(memo.error(id as u32), nodes);
             }
+        }
+        for (err, nodes) in self.errors.errors.iter().zip(by_computed) {
+            fit_errors.add_nodes(err, nodes);
         }
         fit_errors
     }
@@ -207,7 +253,7 @@ impl Scan<'_> {
             for i in 0..processed {
                 let node = self.node(i);
                 if let Some(err) = self.cached_error(node) {
-                    failures.push((node, Failure::Other(err, false)));
+                    failures.push((node, Failure::Cached(err)));
                     continue;
                 }
                 if let Remembered::Fails(id) = self.answer_with_reasons(memo, node, stamps.of(node))
@@ -220,6 +266,7 @@ impl Scan<'_> {
             feasible,
             processed,
             failures,
+            errors: Computed::default(),
         }
     }
 
@@ -235,18 +282,18 @@ impl Scan<'_> {
                 }
             });
             if found.feasible.is_empty() {
-                found.failures = self.reasons(found.processed);
+                self.reasons(&mut found);
             }
             return found;
         }
         let eval = |&node: &NodeId| match self.cached_error(node) {
-            Some(err) => Err(Failure::Other(err, false)),
-            None => (self.check)(self.session, self.task, node)
-                .map_err(|e| Failure::Other(Arc::new(e), true)),
+            Some(err) => Err(Err(err)),
+            None => (self.check)(self.session, self.task, node).map_err(Ok),
         };
         self.batches(eval, |found, node, outcome| match outcome {
             Ok(()) => found.feasible.push(node),
-            Err(failure) => found.failures.push((node, failure)),
+            Err(Ok(err)) => found.computed(node, err),
+            Err(Err(cached)) => found.failures.push((node, Failure::Cached(cached))),
         })
     }
 
@@ -260,13 +307,12 @@ impl Scan<'_> {
         let n = self.nodes.len();
         let mut found = Found {
             feasible: Vec::with_capacity(self.want.min(n)),
-            processed: 0,
-            failures: Vec::new(),
+            ..Found::default()
         };
         while found.processed < n && found.feasible.len() < self.want {
             let end = (found.processed + SEARCH_BATCH.max(self.want)).min(n);
             let batch: Vec<NodeId> = (found.processed..end).map(|i| self.node(i)).collect();
-            let results: Vec<T> = if n >= PARALLEL_MIN_NODES {
+            let results: Vec<T> = if parallel(n) {
                 batch.par_iter().map(&eval).collect()
             } else {
                 batch.iter().map(&eval).collect()
@@ -282,19 +328,22 @@ impl Scan<'_> {
         found
     }
 
-    /// The first `processed` nodes' failures with their reasons, checked again: nothing moved
-    /// since they were told not to fit.
-    fn reasons(&self, processed: usize) -> Vec<(NodeId, Failure)> {
-        let nodes: Vec<NodeId> = (0..processed).map(|i| self.node(i)).collect();
+    /// The nodes the search took, with the reasons of their failures, checked again: nothing
+    /// moved since they were told not to fit.
+    fn reasons(&self, found: &mut Found) {
+        let nodes: Vec<NodeId> = (0..found.processed).map(|i| self.node(i)).collect();
         let eval = |&node: &NodeId| {
             (self.check)(self.session, self.task, node)
                 .err()
-                .map(|e| (node, Failure::Other(Arc::new(e), true)))
+                .map(|e| (node, e))
         };
-        if self.nodes.len() >= PARALLEL_MIN_NODES {
+        let failed: Vec<(NodeId, FitError)> = if parallel(self.nodes.len()) {
             nodes.par_iter().filter_map(eval).collect()
         } else {
             nodes.iter().filter_map(eval).collect()
+        };
+        for (node, err) in failed {
+            found.computed(node, err);
         }
     }
 }
@@ -317,6 +366,13 @@ const SEARCH_BATCH: usize = 256;
 /// pool's other threads costs more CPU than the work they would share (in steady state a
 /// session places a pod or two).
 const PARALLEL_MIN_NODES: usize = 1024;
+
+/// Whether work over a cluster of `nodes` nodes is shared with the pool's other threads: not
+/// on a small cluster (above), nor when the pool has no other thread, where a parallel
+/// iterator only adds its bookkeeping.
+fn parallel(nodes: usize) -> bool {
+    nodes >= PARALLEL_MIN_NODES && rayon::current_num_threads() > 1
+}
 
 impl PredicateHelper {
     pub fn new(cache_enabled: bool) -> Self {
@@ -404,9 +460,10 @@ impl PredicateHelper {
         if cache_on {
             // A memo answer is new to the cache too: the cache is the role's, the memo the
             // class's.
+            let computed = &found.errors.errors;
             let fresh = found.failures.into_iter().filter_map(|(node, f)| match f {
-                Failure::Other(err, true) => Some((node, err)),
-                Failure::Other(_, false) => None,
+                Failure::Computed(id) => Some((node, computed[id as usize].clone())),
+                Failure::Cached(_) => None,
                 Failure::Memo(id) => memo.map(|m| (node, m.error(id).clone())),
             });
             self.error_cache.entry(group).or_default().extend(fresh);
@@ -428,7 +485,7 @@ pub fn prioritize_nodes(ssn: &Session, task: TaskId, nodes: &[NodeId]) -> Option
                 0.0
             }
         };
-        if ssn.state.nodes().len() >= PARALLEL_MIN_NODES {
+        if parallel(ssn.state.nodes().len()) {
             nodes.par_iter().map(score).collect()
         } else {
             nodes.iter().map(score).collect()
@@ -464,23 +521,32 @@ fn choose_node_memo(
     memo: &mut ClassMemo,
 ) -> Option<Option<NodeId>> {
     let stamps = ssn.state.search_stamps();
-    let missing: Vec<NodeId> = feasible
-        .iter()
-        .copied()
-        .filter(|&n| memo.score(n, stamps.of(n)).is_none())
+    // Each node's slot is read once here; the nodes without a score are read again after
+    // they are scored.
+    let mut scores: Vec<Option<f64>> = (feasible.iter())
+        .map(|&n| memo.score(n, stamps.of(n)))
+        .collect();
+    let missing: Vec<NodeId> = (feasible.iter().zip(&scores))
+        .filter(|(_, s)| s.is_none())
+        .map(|(&n, _)| n)
         .collect();
     if !missing.is_empty() {
-        let scores = prioritize_nodes(ssn, task, &missing)?;
-        for (&n, score) in missing.iter().zip(scores) {
+        let fresh = prioritize_nodes(ssn, task, &missing)?;
+        for (&n, score) in missing.iter().zip(fresh) {
             memo.remember_score(n, stamps.of(n), score);
+        }
+        for (&n, score) in feasible.iter().zip(&mut scores) {
+            if score.is_none() {
+                *score = memo.score(n, stamps.of(n));
+            }
         }
     }
     let req = ssn.state.task(task).resreq();
     let mut best_idle: Option<(NodeId, f64)> = None;
     let mut best_future: Option<(NodeId, f64)> = None;
-    for &n in feasible {
+    for (&n, &score) in feasible.iter().zip(&scores) {
         let stamp = stamps.of(n);
-        let score = memo.score(n, stamp)?;
+        let score = score?;
         let fits = memo.fits_idle(n, stamp, || {
             req.less_equal(
                 &ssn.state.node(n).idle,

@@ -288,7 +288,7 @@ mod tests {
     fn equal_errors_are_kept_once() {
         let mut memo = SearchMemo::default();
         let class = memo.class(SchedClass(7), 4);
-        let err = |r: &str| FitError::error(r, "test");
+        let err = |r: &'static str| FitError::error(r, "test");
         let a = class.remember_check(NodeId::from_index(0), 1, Err(err("a")));
         let b = class.remember_check(NodeId::from_index(1), 1, Err(err("b")));
         let a2 = class.remember_check(NodeId::from_index(2), 1, Err(err("a")));

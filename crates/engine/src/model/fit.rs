@@ -1,6 +1,7 @@
 //! Fit errors: why a task does not fit a node, and the aggregated text users read
 //! (spec/framework.md §3.3.2 status codes, §5.5.6).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::NodeId;
@@ -16,20 +17,26 @@ pub enum StatusCode {
     Skip,
 }
 
-/// One reason from one plugin.
+/// One reason from one plugin. Most reasons and every plugin name are fixed text: borrowed,
+/// they cost no allocation, and a search that fails on every node of a large cluster builds
+/// one status per node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FitStatus {
     pub code: StatusCode,
-    pub reason: String,
-    pub plugin: String,
+    pub reason: Cow<'static, str>,
+    pub plugin: Cow<'static, str>,
 }
 
 impl FitStatus {
-    pub fn new(code: StatusCode, reason: impl Into<String>, plugin: &str) -> Self {
+    pub fn new(
+        code: StatusCode,
+        reason: impl Into<Cow<'static, str>>,
+        plugin: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Self {
             code,
             reason: reason.into(),
-            plugin: plugin.to_string(),
+            plugin: plugin.into(),
         }
     }
 }
@@ -48,7 +55,10 @@ impl FitError {
     }
 
     /// A non-fit-error failure (Volcano wraps plain errors with code `Error`).
-    pub fn error(reason: impl Into<String>, plugin: &str) -> Self {
+    pub fn error(
+        reason: impl Into<Cow<'static, str>>,
+        plugin: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Self::new(FitStatus::new(StatusCode::Error, reason, plugin))
     }
 
@@ -86,7 +96,7 @@ impl FitError {
     }
 
     pub fn reasons(&self) -> impl Iterator<Item = &str> {
-        self.statuses.iter().map(|s| s.reason.as_str())
+        self.statuses.iter().map(|s| s.reason.as_ref())
     }
 }
 
@@ -201,7 +211,7 @@ impl std::fmt::Display for FitErrors {
 mod tests {
     use super::*;
 
-    fn unsched(reason: &str) -> FitError {
+    fn unsched(reason: &'static str) -> FitError {
         FitError::new(FitStatus::new(StatusCode::Unschedulable, reason, "test"))
     }
 

@@ -414,7 +414,7 @@ impl Plugin for ExtenderPlugin {
                 None | Some("") => Ok(()),
                 Some(reason) => Err(FitError::new(FitStatus::new(
                     status_code(answer["code"].as_i64().unwrap_or(0)),
-                    reason,
+                    reason.to_owned(),
                     NAME,
                 ))),
             },

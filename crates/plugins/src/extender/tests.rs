@@ -192,7 +192,7 @@ fn predicate_passes_on_empty_status_fails_with_the_extenders_reason() {
     let s = &e.statuses[0];
     // Code 0 becomes Error (1).
     assert_eq!(
-        (s.code, s.reason.as_str(), s.plugin.as_str()),
+        (s.code, &*s.reason, &*s.plugin),
         (StatusCode::Error, "no GPU left", NAME)
     );
     let (verb, request) = script.calls.lock().unwrap()[0].clone();

@@ -4,6 +4,7 @@
 
 pub mod labels;
 pub mod node_affinity;
+pub mod node_columns;
 pub mod pod_affinity;
 pub mod pod_view;
 pub mod ports;

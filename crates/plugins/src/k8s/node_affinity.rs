@@ -63,10 +63,14 @@ struct LabelRequirement {
 
 impl LabelRequirement {
     fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+        self.matches_value(labels.get(&self.key).map(String::as_str))
+    }
+
+    /// Whether a node whose label `key` has `value` (`None`: no such label) matches.
+    fn matches_value(&self, value: Option<&str>) -> bool {
         match &self.op {
-            LabelOp::In(values) => value.is_some_and(|v| values.contains(v)),
-            LabelOp::NotIn(values) => value.is_none_or(|v| !values.contains(v)),
+            LabelOp::In(values) => value.is_some_and(|v| values.iter().any(|x| x == v)),
+            LabelOp::NotIn(values) => value.is_none_or(|v| !values.iter().any(|x| x == v)),
             LabelOp::Exists => value.is_some(),
             LabelOp::DoesNotExist => value.is_none(),
             // Node label values go through a plain integer parse (upstream `strconv.ParseInt`,
@@ -510,5 +514,8 @@ pub fn preferred_node_affinity_score(pod: &Pod, node: &Node) -> i64 {
     }
 }
 
+mod compiled;
 #[cfg(test)]
 mod tests;
+
+pub use compiled::CompiledAffinity;

@@ -285,6 +285,9 @@ pub struct AffinityFilterState {
     existing_anti_affinity_counts: TopologyCounts,
     /// The incoming pod matches all of its own required affinity terms.
     matches_own_affinity: bool,
+    /// The same counts by node position, when the caller indexed them
+    /// ([`AffinityFilterState::index_by_position`]).
+    by_position: Option<by_position::PositionCounts>,
 }
 
 impl AffinityFilterState {
@@ -370,6 +373,7 @@ impl AffinityFilterState {
             anti_affinity_counts,
             existing_anti_affinity_counts,
             matches_own_affinity,
+            by_position: None,
         })
     }
 
@@ -385,6 +389,8 @@ impl AffinityFilterState {
         delta: i64,
         namespace_labels: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
     ) {
+        // The counts change: the nodes are looked up by their labels from now on.
+        self.by_position = None;
         let own_namespace = pod_namespace(incoming);
         let mut ns = NamespaceLabels::new(namespace_labels);
         let node_labels = node_labels(existing.node);
@@ -562,5 +568,6 @@ pub fn preferred_affinity_scores<'a>(
     Some(result)
 }
 
+mod by_position;
 #[cfg(test)]
 mod tests;

@@ -234,6 +234,16 @@ pub fn normalize_min_max(scores: &mut [i64]) {
     }
 }
 
+/// Whether [`non_zero_request`] reads the pod's status: only a container status that reports
+/// resources (an in-place resize) is read; otherwise the answer rests on the spec alone.
+pub fn non_zero_request_reads_status(pod: &Pod) -> bool {
+    pod.status.as_ref().is_some_and(|s| {
+        (s.container_statuses.iter().flatten())
+            .chain(s.init_container_statuses.iter().flatten())
+            .any(|c| c.resources.is_some())
+    })
+}
+
 /// A pod's non-zero CPU (millicores) and memory (bytes) request as upstream `NonZeroRequested`.
 pub fn non_zero_request(pod: &Pod) -> (i64, i64) {
     let default_cpu = i128::from(DEFAULT_MILLI_CPU_REQUEST) * NANO_PER_MILLI;

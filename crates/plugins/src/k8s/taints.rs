@@ -108,10 +108,18 @@ pub fn find_untolerated_taint<'a>(pod: &Pod, node: &'a Node) -> Option<&'a Taint
     })
 }
 
+/// Whether the node has a `NoSchedule` or `NoExecute` taint: without one, [`find_untolerated_taint`]
+/// finds nothing for any pod.
+pub fn has_scheduling_taint(node: &Node) -> bool {
+    node_taints(node).iter().any(|taint| {
+        taint.effect == TAINT_EFFECT_NO_SCHEDULE || taint.effect == TAINT_EFFECT_NO_EXECUTE
+    })
+}
+
 /// Filter reason for a taint found by [`find_untolerated_taint`]. It is the same text for every
 /// taint (see [`UNTOLERATED_TAINT`]); upstream only logs the taint itself.
-pub fn untolerated_taint_reason(_taint: &Taint) -> String {
-    UNTOLERATED_TAINT.to_string()
+pub fn untolerated_taint_reason(_taint: &Taint) -> &'static str {
+    UNTOLERATED_TAINT
 }
 
 /// TaintToleration raw score: how many `PreferNoSchedule` taints of the node are tolerated by none

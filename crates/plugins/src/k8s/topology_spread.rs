@@ -287,6 +287,39 @@ impl SpreadDomains {
     }
 }
 
+/// What [`SpreadDomains::build`] reads of a pod, as text: its `DoNotSchedule` constraints'
+/// topology keys and node inclusion policies, in order, its node selector, required node
+/// affinity and tolerations. Pods with the same key get the same domains, so they can share
+/// them (the pods of a job that spreads over its own label differ only in the selector).
+pub fn domains_key(pod: &Pod) -> String {
+    let spec = pod.spec.as_ref();
+    let constraints: Vec<_> = (spec.and_then(|s| s.topology_spread_constraints.as_deref()))
+        .unwrap_or(&[])
+        .iter()
+        .filter(|c| c.when_unsatisfiable == DO_NOT_SCHEDULE)
+        .map(|c| {
+            (
+                &c.topology_key,
+                &c.node_affinity_policy,
+                &c.node_taints_policy,
+            )
+        })
+        .collect();
+    let read = (
+        constraints,
+        spec.and_then(|s| s.node_selector.as_ref()),
+        spec.and_then(|s| s.affinity.as_ref())
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|na| {
+                na.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }),
+        spec.and_then(|s| s.tolerations.as_ref()),
+    );
+    // Serialising these API types cannot fail; were it to, the pod's name keeps it apart.
+    serde_json::to_string(&read).unwrap_or_else(|_| format!("pod {:?}", pod.metadata.uid))
+}
+
 /// Whether an existing pod can count toward the incoming pod's constraints at all.
 fn countable(existing: &Pod, namespace: &str) -> bool {
     existing.metadata.deletion_timestamp.is_none() && pod_namespace(existing) == namespace

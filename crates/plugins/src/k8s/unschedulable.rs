@@ -12,15 +12,18 @@ pub const NODE_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 /// onto a node whose `spec.unschedulable` is set.
 pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 
+/// Whether the node is marked unschedulable: if not, [`node_unschedulable`] passes every pod.
+pub fn cordoned(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|spec| spec.unschedulable)
+        .unwrap_or(false)
+}
+
 /// NodeUnschedulable filter: `Err(reason)` when `node.spec.unschedulable` is true and none of the
 /// pod's tolerations tolerates `node.kubernetes.io/unschedulable:NoSchedule` (with an empty value).
 pub fn node_unschedulable(pod: &Pod, node: &Node) -> Result<(), &'static str> {
-    let cordoned = node
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.unschedulable)
-        .unwrap_or(false);
-    if !cordoned {
+    if !cordoned(node) {
         return Ok(());
     }
     let taint = Taint {

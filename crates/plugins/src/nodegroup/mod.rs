@@ -420,7 +420,7 @@ fn node_group(ssn: &SessionState, node: NodeId) -> Option<&str> {
         .map(String::as_str)
 }
 
-fn fail(reason: &str) -> FitError {
+fn fail(reason: &'static str) -> FitError {
     FitError::new(FitStatus::new(
         StatusCode::UnschedulableAndUnresolvable,
         reason,

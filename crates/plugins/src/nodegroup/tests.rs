@@ -96,7 +96,7 @@ fn status(ssn: &Session, pod: &str, node: &str) -> (StatusCode, String) {
         Ok(()) => (StatusCode::Success, String::new()),
         Err(e) => {
             assert_eq!(e.statuses.len(), 1, "one status per failure");
-            (e.statuses[0].code, e.statuses[0].reason.clone())
+            (e.statuses[0].code, e.statuses[0].reason.to_string())
         }
     }
 }

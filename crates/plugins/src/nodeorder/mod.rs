@@ -44,8 +44,8 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
 use engine::model::node::NodeSpec;
-use engine::model::{NodeId, ResourceName, TaskId};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use engine::model::{NodeId, ResourceName, SchedClass, TaskId};
+use k8s_openapi::api::core::v1::Node;
 
 use crate::k8s::labels::PlacedPod;
 use crate::k8s::node_affinity::{PreferredNodeAffinity, RequiredNodeAffinity};
@@ -55,7 +55,7 @@ use crate::k8s::pod_view::{
 };
 use crate::k8s::resources::{
     MAX_NODE_SCORE, balanced_allocation_score, least_allocated_score, most_allocated_score,
-    non_zero_request, normalize_max,
+    non_zero_request, non_zero_request_reads_status, normalize_max,
 };
 use crate::k8s::resources::{image_score, normalized_image_name};
 use crate::k8s::taints::{count_intolerable_prefer_no_schedule, has_prefer_no_schedule_taint};
@@ -200,12 +200,16 @@ struct PodRequests {
 }
 
 impl PodRequests {
-    fn of(ssn: &SessionState, task: TaskId, gpu: ResourceName) -> Self {
+    /// The task's requests; `non_zero` works out upstream's `NonZeroRequested` for its pod the
+    /// first time the pod is asked about.
+    fn of(
+        ssn: &SessionState,
+        task: TaskId,
+        gpu: ResourceName,
+        non_zero: impl FnOnce() -> (i64, i64),
+    ) -> Self {
         let t = ssn.task(task);
-        let (non_zero_cpu, non_zero_memory) = *t
-            .spec
-            .non_zero_request
-            .get_or_init(|| non_zero_request(&t.spec.pod));
+        let (non_zero_cpu, non_zero_memory) = *t.spec.non_zero_request.get_or_init(non_zero);
         let req = t.resreq();
         // Requests are whole millicores / bytes / milli-units, so the conversion is exact.
         Self {
@@ -327,6 +331,13 @@ impl ImageSpread {
     }
 }
 
+/// The image of each container of a class that names one, in container order, and how many
+/// containers it has.
+struct ClassImages {
+    spreads: Vec<Arc<ImageSpread>>,
+    containers: usize,
+}
+
 /// The plugin instance of one session.
 pub struct NodeOrder {
     weights: NodeOrderWeights,
@@ -336,6 +347,10 @@ pub struct NodeOrder {
     nodes: Vec<OnceLock<NodeResources>>,
     /// ImageLocality's per-image scans, filled the first time a pod asks for an image.
     images: RwLock<HashMap<String, Arc<ImageSpread>>>,
+    /// Each scheduling class's images (see [`NodeOrder::class_images`]).
+    class_images: RwLock<HashMap<SchedClass, Arc<ClassImages>>>,
+    /// Each scheduling class's `NonZeroRequested` (see [`NodeOrder::non_zero_request`]).
+    class_requests: RwLock<HashMap<SchedClass, (i64, i64)>>,
     /// Nodes with a `PreferNoSchedule` taint (the only ones TaintToleration can score down).
     prefer_no_schedule_nodes: Vec<NodeId>,
 }
@@ -374,6 +389,8 @@ impl NodeOrder {
             view: PodView::default(),
             nodes: Vec::new(),
             images: RwLock::new(HashMap::new()),
+            class_images: RwLock::new(HashMap::new()),
+            class_requests: RwLock::new(HashMap::new()),
             prefer_no_schedule_nodes: Vec::new(),
         }
     }
@@ -396,7 +413,31 @@ impl NodeOrder {
 
     /// The task's requests (parsed once per pod version, `TaskSpec::non_zero_request`).
     fn requests_of(&self, ssn: &SessionState, task: TaskId) -> PodRequests {
-        PodRequests::of(ssn, task, self.gpu)
+        PodRequests::of(ssn, task, self.gpu, || self.non_zero_request(ssn, task))
+    }
+
+    /// `NonZeroRequested` of the task's pod, worked out once per scheduling class when it rests
+    /// on the spec alone (the class covers the containers' requests): a session with a large
+    /// backlog would otherwise parse the same quantities for every pod. With the session's
+    /// memo off, for every pod (the property tests compare).
+    fn non_zero_request(&self, ssn: &SessionState, task: TaskId) -> (i64, i64) {
+        let spec = &ssn.task(task).spec;
+        if !ssn.options().search_memo || non_zero_request_reads_status(&spec.pod) {
+            return non_zero_request(&spec.pod);
+        }
+        // A poisoned lock only means another thread panicked between whole-entry inserts.
+        let class = spec.sched_class();
+        if let Some(&found) = (self.class_requests.read())
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&class)
+        {
+            return found;
+        }
+        let requests = non_zero_request(&spec.pod);
+        (self.class_requests.write())
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(class, requests);
+        requests
     }
 
     /// Keeps built sums current; a node not built yet will read the view when it is.
@@ -429,24 +470,50 @@ impl NodeOrder {
             .clone()
     }
 
-    /// ImageLocality raw score of the pod on one node (no normalisation upstream).
-    fn image_locality(&self, ssn: &SessionState, pod: &Pod, node: NodeId) -> i64 {
-        let Some(spec) = pod.spec.as_ref() else {
-            return 0;
-        };
-        let total_nodes = ssn.nodes().len();
-        let containers: Vec<_> = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(&spec.containers)
+    /// The images of the task's containers, found once per scheduling class: the class
+    /// covers the containers' images, and ImageLocality scores every node a task is tried on.
+    /// With the session's memo off, found for every call (the property tests compare).
+    fn class_images(&self, ssn: &SessionState, task: TaskId) -> Arc<ClassImages> {
+        let spec = &ssn.task(task).spec;
+        let class = spec.sched_class();
+        let memo = ssn.options().search_memo;
+        // A poisoned lock only means another thread panicked between whole-entry inserts.
+        if memo
+            && let Some(found) = (self.class_images.read())
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&class)
+        {
+            return found.clone();
+        }
+        let containers: Vec<_> = (spec.pod.spec.iter())
+            .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
             .collect();
+        let images = Arc::new(ClassImages {
+            spreads: (containers.iter())
+                .filter_map(|c| c.image.as_deref())
+                .map(|image| self.image_spread(ssn, &normalized_image_name(image)))
+                .collect(),
+            containers: containers.len(),
+        });
+        if !memo {
+            return images;
+        }
+        (self.class_images.write())
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(class)
+            .or_insert(images)
+            .clone()
+    }
+
+    /// ImageLocality raw score of the task on one node (no normalisation upstream).
+    fn image_locality(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> i64 {
+        if ssn.task(task).spec.pod.spec.is_none() {
+            return 0;
+        }
+        let images = self.class_images(ssn, task);
+        let total_nodes = ssn.nodes().len();
         let mut sum: i64 = 0;
-        for container in &containers {
-            let Some(image) = container.image.as_deref() else {
-                continue;
-            };
-            let spread = self.image_spread(ssn, &normalized_image_name(image));
+        for spread in &images.spreads {
             if let Some(Some(size)) = spread.size_on_node.get(node.index())
                 && total_nodes > 0
             {
@@ -454,7 +521,7 @@ impl NodeOrder {
                 sum = sum.saturating_add((*size as f64 * share) as i64);
             }
         }
-        image_score(sum, containers.len())
+        image_score(sum, images.containers)
     }
 
     /// Per-candidate raw scores of a resource strategy; `None` when its PreScore skips.
@@ -502,10 +569,13 @@ impl NodeOrder {
     ) -> Result<(), String> {
         let w = &self.weights;
         let pod = ssn.task(task).spec.pod.as_ref();
-        let candidates: Vec<&Node> = nodes
-            .iter()
-            .map(|&n| ssn.node(n).spec.node.as_ref())
-            .collect();
+        // The node objects are reached only by the scores that read them.
+        let candidates = || -> Vec<&Node> {
+            nodes
+                .iter()
+                .map(|&n| ssn.node(n).spec.node.as_ref())
+                .collect()
+        };
 
         let requests = self.requests_of(ssn, task);
         for (strategy, weight) in [
@@ -524,13 +594,14 @@ impl NodeOrder {
         if w.node_affinity != 0 {
             let preferred = PreferredNodeAffinity::from_pod(pod).map_err(|e| e.to_string())?;
             if let Some(preferred) = preferred {
-                let mut scores: Vec<i64> = candidates.iter().map(|n| preferred.score(n)).collect();
+                let mut scores: Vec<i64> =
+                    candidates().iter().map(|n| preferred.score(n)).collect();
                 normalize_max(&mut scores, false);
                 add_weighted(ssn, NODE_AFFINITY, &scores, w.node_affinity, nodes, totals)?;
             }
         }
 
-        if w.pod_affinity != 0 && !candidates.is_empty() {
+        if w.pod_affinity != 0 && !nodes.is_empty() {
             // Without preferred terms of its own, only placed pods with affinity can score.
             let placed: Vec<PlacedPod<'_>> = if has_preferred_pod_affinity_terms(pod) {
                 self.view.placed(ssn).collect()
@@ -539,7 +610,7 @@ impl NodeOrder {
             };
             if !placed.is_empty() {
                 let ns = |name: &str| namespace_labels(ssn, name);
-                if let Some(scores) = preferred_affinity_scores(pod, &placed, &candidates, &ns) {
+                if let Some(scores) = preferred_affinity_scores(pod, &placed, &candidates(), &ns) {
                     add_weighted(
                         ssn,
                         INTER_POD_AFFINITY,
@@ -553,9 +624,20 @@ impl NodeOrder {
         }
 
         if w.taint_toleration != 0 {
-            let mut scores: Vec<i64> = candidates
+            // Only a node with a PreferNoSchedule taint can count one (the list is in node
+            // order): with the memo on (so that the property tests compare), the others are
+            // not reached.
+            let tainted = &self.prefer_no_schedule_nodes;
+            let memo = ssn.options().search_memo;
+            let mut scores: Vec<i64> = nodes
                 .iter()
-                .map(|n| count_intolerable_prefer_no_schedule(pod, n))
+                .map(|&n| {
+                    if memo && tainted.binary_search(&n).is_err() {
+                        0
+                    } else {
+                        count_intolerable_prefer_no_schedule(pod, ssn.node(n).spec.node.as_ref())
+                    }
+                })
                 .collect();
             normalize_max(&mut scores, true);
             add_weighted(
@@ -572,7 +654,7 @@ impl NodeOrder {
             let placed: Vec<PlacedPod<'_>> = self.view.placed(ssn).collect();
             let every_node = all_nodes(ssn);
             let required = RequiredNodeAffinity::from_pod(pod);
-            if let Some(scores) = spread_scores(pod, &placed, &candidates, &every_node, &|n| {
+            if let Some(scores) = spread_scores(pod, &placed, &candidates(), &every_node, &|n| {
                 required.matches(n)
             }) {
                 add_weighted(
@@ -617,7 +699,7 @@ impl Plugin for NodeOrder {
     }
 
     fn node_order(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<f64, String> {
-        let score = self.image_locality(ssn, &ssn.task(task).spec.pod, node);
+        let score = self.image_locality(ssn, task, node);
         Ok(score as f64 * self.weights.image_locality as f64)
     }
 

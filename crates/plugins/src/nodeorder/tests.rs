@@ -3,6 +3,7 @@ use crate::k8s::resources::MIB;
 use crate::testutil::{StateLookup, TestCluster, allocate, pod, pod_group};
 use engine::conf::{ArgValue, MAX_WEIGHT, PluginOption};
 use engine::framework::{Session, Statement};
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 /// Every weight 0 except the ones given.

@@ -4,10 +4,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
-use engine::model::SchedClass;
-use k8s_openapi::api::core::v1::Pod;
+use engine::framework::SessionState;
+use engine::model::{FitStatus, NodeId, SchedClass, StatusCode};
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::{Filter, Predicates, SkipSet, TaskFilters, status};
+use crate::k8s::node_affinity::{CompiledAffinity, NODE_AFFINITY_MISMATCH};
+use crate::k8s::pod_view::all_nodes;
+use crate::k8s::taints::has_scheduling_taint;
+use crate::k8s::unschedulable::cordoned;
 
 pub(super) const CACHE_UNKNOWN: u8 = 0;
 pub(super) const CACHE_FIT: u8 = 1;
@@ -87,17 +94,29 @@ impl Verdict {
 
 /// One class's verdicts, a slot per node, filled by the parallel search without locks.
 #[derive(Debug)]
-pub(super) struct ClassVerdicts(Box<[AtomicU8]>);
+pub(super) struct ClassVerdicts {
+    slots: Box<[AtomicU8]>,
+    /// The node affinity the verdicts judge, by node position (see
+    /// [`Predicates::run_stable_at`]); `None` inside when it cannot be compiled.
+    compiled: OnceLock<Option<CompiledAffinity>>,
+}
 
 impl ClassVerdicts {
+    fn new(nodes: usize) -> Self {
+        Self {
+            slots: (0..nodes).map(|_| AtomicU8::new(0)).collect(),
+            compiled: OnceLock::new(),
+        }
+    }
+
     pub(super) fn get(&self, node: usize) -> Verdict {
-        self.0.get(node).map_or(Verdict::Unknown, |s| {
+        self.slots.get(node).map_or(Verdict::Unknown, |s| {
             Verdict::from_u8(s.load(Ordering::Relaxed))
         })
     }
 
     pub(super) fn set(&self, node: usize, verdict: Verdict) {
-        if let Some(s) = self.0.get(node) {
+        if let Some(s) = self.slots.get(node) {
             s.store(verdict.to_u8(), Ordering::Relaxed);
         }
     }
@@ -107,10 +126,17 @@ impl ClassVerdicts {
 /// node, none of which changes in a session, so their verdict holds for every pod that asks the
 /// same of those: a node is judged once per such group rather than once per pod each time
 /// something is placed on it.
+///
+/// Once a session has two tables (several groups to judge, so most nodes are judged several
+/// times), the nodes that no NodeUnschedulable or TaintToleration filter can refuse are noted
+/// in one pass, and the node affinity is matched through label columns: a verdict then rarely
+/// reaches the node object.
 #[derive(Debug, Default)]
 pub(super) struct StableVerdicts {
     nodes: usize,
     tables: Mutex<Tables>,
+    /// Per node position: neither cordoned nor with a `NoSchedule`/`NoExecute` taint.
+    plain: OnceLock<Vec<bool>>,
 }
 
 #[derive(Debug, Default)]
@@ -127,11 +153,23 @@ impl StableVerdicts {
         Self {
             nodes,
             tables: Mutex::new(Tables::default()),
+            plain: OnceLock::new(),
         }
     }
 
-    /// The verdicts for the pod, whose class is `class`.
-    pub(super) fn of(&self, class: SchedClass, pod: &Pod) -> Arc<ClassVerdicts> {
+    /// Which nodes are plain (see [`StableVerdicts::plain`]), once noted.
+    pub(super) fn plain(&self) -> Option<&[bool]> {
+        self.plain.get().map(Vec::as_slice)
+    }
+
+    /// The verdicts for the pod, whose class is `class`; `nodes` lists the session's nodes in
+    /// position order, read when the second table is made.
+    pub(super) fn of<'n>(
+        &self,
+        class: SchedClass,
+        pod: &Pod,
+        nodes: impl FnOnce() -> Vec<&'n Node>,
+    ) -> Arc<ClassVerdicts> {
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(v) = tables.by_class.get(&class) {
             return v.clone();
@@ -145,17 +183,67 @@ impl StableVerdicts {
         );
         // Serialising these API types cannot fail; were it to, the class keeps a table alone.
         let key = serde_json::to_string(&read).unwrap_or_else(|_| format!("class {class:?}"));
-        let nodes = self.nodes;
+        let count = self.nodes;
         let verdicts = tables
             .by_key
             .entry(key)
-            .or_insert_with(|| {
-                Arc::new(ClassVerdicts(
-                    (0..nodes).map(|_| AtomicU8::new(0)).collect(),
-                ))
-            })
+            .or_insert_with(|| Arc::new(ClassVerdicts::new(count)))
             .clone();
         tables.by_class.insert(class, verdicts.clone());
+        if tables.by_key.len() >= 2 {
+            self.plain.get_or_init(|| {
+                (nodes().iter())
+                    .map(|n| !cordoned(n) && !has_scheduling_taint(n))
+                    .collect()
+            });
+        }
         verdicts
+    }
+}
+
+impl Predicates {
+    /// [`Predicates::run_stable`] for the node at `position` with the nodes' plain flags
+    /// noted: a plain node passes NodeUnschedulable and TaintToleration whatever the pod, so
+    /// those run only on the others, and the node affinity is matched through label columns
+    /// when it compiles. Gives the statuses `run_stable` gives.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_stable_at(
+        &self,
+        verdicts: &ClassVerdicts,
+        plain: &[bool],
+        ssn: &SessionState,
+        pod: &Pod,
+        position: NodeId,
+        skip: SkipSet,
+        f: &TaskFilters,
+        statuses: &mut Vec<FitStatus>,
+    ) -> bool {
+        let node = || ssn.node(position).spec.node.as_ref();
+        let plain = plain.get(position.index()).copied().unwrap_or(false);
+        let affinity = || {
+            if !self.enabled.node_affinity || skip.contains(Filter::NodeAffinity) {
+                return None;
+            }
+            let compiled = verdicts.compiled.get_or_init(|| {
+                let nodes = || all_nodes(ssn);
+                (f.node_affinity.as_ref())?.compile(&mut |key| self.columns.built(key, nodes))
+            });
+            match compiled {
+                Some(c) => (!c.matches(position.index())).then(|| {
+                    status(
+                        StatusCode::UnschedulableAndUnresolvable,
+                        NODE_AFFINITY_MISMATCH,
+                        Filter::NodeAffinity,
+                    )
+                }),
+                None => self.node_affinity_filter(pod, node(), skip, f),
+            }
+        };
+        let checks: [&dyn Fn() -> Option<FitStatus>; 3] = [
+            &|| (!plain).then(|| self.unschedulable_filter(pod, node(), skip))?,
+            &affinity,
+            &|| (!plain).then(|| self.taint_filter(pod, node(), skip))?,
+        ];
+        super::run_checks(&checks, statuses)
     }
 }

@@ -47,7 +47,7 @@ use engine::conf::{ArgWarning, Arguments};
 use engine::framework::plugin::PredicateOutcome;
 use engine::framework::{ExtensionPoints, Plugin, PreBindWrites, SessionState};
 use engine::model::claim::pod_uses_claims;
-use engine::model::{FitError, FitStatus, NodeId, SchedClass, StatusCode, TaskId};
+use engine::model::{FitError, FitStatus, NodeId, StatusCode, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::k8s::labels::PlacedPod;
@@ -55,11 +55,12 @@ use crate::k8s::node_affinity::{
     NODE_AFFINITY_MISMATCH, NODE_AFFINITY_TERMS_CONFLICT, RequiredNodeAffinity,
     has_required_node_constraints, required_terms_conflict,
 };
+use crate::k8s::node_columns::NodeColumns;
 use crate::k8s::pod_affinity::AffinityFilterState;
-use crate::k8s::pod_view::{PodView, has_spread_constraint, namespace_labels};
+use crate::k8s::pod_view::{PodView, all_nodes, has_spread_constraint, namespace_labels};
 use crate::k8s::ports::{HostPort, PORTS_CONFLICT, pod_host_ports, ports_conflict};
 use crate::k8s::taints::{UNTOLERATED_TAINT, find_untolerated_taint, untolerated_taint_reason};
-use crate::k8s::topology_spread::{SpreadDomains, SpreadFilterState};
+use crate::k8s::topology_spread::SpreadFilterState;
 use crate::k8s::unschedulable::{NODE_UNSCHEDULABLE, node_unschedulable};
 
 /// Registered plugin name.
@@ -325,7 +326,9 @@ pub struct Predicates {
     /// [`PodView::required_anti_affinity_version`] that was true at.
     anti_affinity_misses: Mutex<HashMap<AntiAffinityKey, u64>>,
     /// PodTopologySpread's domains per scheduling class (see [`Predicates::spread_prefilter`]).
-    spread_domains: Mutex<HashMap<SchedClass, Arc<SpreadDomains>>>,
+    spread_domains: Mutex<prefilter::SpreadDomainCache>,
+    /// Node label columns for the inter-pod affinity filter (see [`Predicates::by_position`]).
+    columns: NodeColumns,
 }
 
 type AntiAffinityKey = (Option<String>, Option<BTreeMap<String, String>>);
@@ -335,7 +338,11 @@ pub fn new(args: &Arguments) -> Box<dyn Plugin> {
     Box::new(Predicates::from_arguments(args))
 }
 
-fn status(code: StatusCode, reason: impl Into<String>, filter: Filter) -> FitStatus {
+fn status(
+    code: StatusCode,
+    reason: impl Into<std::borrow::Cow<'static, str>>,
+    filter: Filter,
+) -> FitStatus {
     FitStatus::new(code, reason, filter.name())
 }
 
@@ -364,7 +371,8 @@ impl Predicates {
             max_pods: Vec::new(),
             assumed_volumes: volumes::VolumeAssumptions::default(),
             anti_affinity_misses: Mutex::new(HashMap::new()),
-            spread_domains: Mutex::new(HashMap::new()),
+            spread_domains: Mutex::default(),
+            columns: NodeColumns::default(),
         }
     }
 
@@ -436,7 +444,7 @@ impl Predicates {
         }
         if self.enabled.pod_affinity {
             match self.pod_affinity_prefilter(ssn, pod) {
-                Some(s) => f.pod_affinity = Some(s),
+                Some(s) => f.pod_affinity = Some(self.by_position(ssn, s)),
                 None => skip.insert(Filter::InterPodAffinity),
             }
         }
@@ -458,10 +466,8 @@ impl Predicates {
         // With the memo off, every node is judged afresh, as Volcano does: the property tests
         // compare the two.
         if self.cache.is_none() && ssn.options().search_memo {
-            f.stable = Some(
-                self.stable_verdicts
-                    .of(ssn.task(task).spec.sched_class(), pod),
-            );
+            let class = ssn.task(task).spec.sched_class();
+            f.stable = Some(self.stable_verdicts.of(class, pod, || all_nodes(ssn)));
         }
         (skip, Ok(f))
     }
@@ -482,16 +488,7 @@ impl Predicates {
             &|| self.node_affinity_filter(pod, node, skip, f),
             &|| self.taint_filter(pod, node, skip),
         ];
-        for check in checks {
-            if let Some(s) = check() {
-                let abort = aborts(s.code);
-                statuses.push(s);
-                if abort {
-                    return false;
-                }
-            }
-        }
-        true
+        run_checks(&checks, statuses)
     }
 
     fn unschedulable_filter(&self, pod: &Pod, node: &Node, skip: SkipSet) -> Option<FitStatus> {
@@ -629,7 +626,12 @@ impl Predicates {
             return false;
         }
         let before = statuses.len();
-        let fit = self.run_stable(pod, node(), skip, f, statuses);
+        let fit = match self.stable_verdicts.plain() {
+            Some(plain) => {
+                self.run_stable_at(verdicts, plain, ssn, pod, node_id, skip, f, statuses)
+            }
+            None => self.run_stable(pod, node(), skip, f, statuses),
+        };
         let verdict = match (fit, &statuses[before..]) {
             (true, []) => Verdict::Fits,
             (false, [s]) if s.plugin == Filter::NodeUnschedulable.name() => Verdict::Unschedulable,
@@ -674,7 +676,7 @@ impl Predicates {
         if self.enabled.pod_affinity
             && !skip.contains(Filter::InterPodAffinity)
             && let Some(state) = &f.pod_affinity
-            && let Err(failure) = state.filter(pod, node())
+            && let Err(failure) = state.filter_at(pod, node_id.index(), node)
         {
             let code = if failure.unresolvable() {
                 StatusCode::UnschedulableAndUnresolvable
@@ -764,6 +766,7 @@ impl Plugin for Predicates {
             self.cache = Some(EquivalenceCache::new(ssn.nodes().len()));
         }
         self.stable_verdicts = StableVerdicts::new(ssn.nodes().len());
+        self.columns = NodeColumns::default();
         self.max_pods = ssn
             .nodes()
             .iter()
@@ -928,6 +931,21 @@ mod volumes;
 use cache::{
     CACHE_FIT, CACHE_NOT_FIT_MARK, ClassVerdicts, EquivalenceCache, StableVerdicts, Verdict,
 };
+
+/// Runs stable checks in order, keeping each failure; `false` when one aborted (each of them
+/// can only fail with UnschedulableAndUnresolvable, so the first failure ends the run).
+fn run_checks(checks: &[&dyn Fn() -> Option<FitStatus>], statuses: &mut Vec<FitStatus>) -> bool {
+    for check in checks {
+        if let Some(s) = check() {
+            let abort = aborts(s.code);
+            statuses.push(s);
+            if abort {
+                return false;
+            }
+        }
+    }
+    true
+}
 
 #[cfg(test)]
 mod tests;

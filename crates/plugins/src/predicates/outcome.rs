@@ -68,7 +68,7 @@ impl Predicates {
         if self.enabled.pod_affinity
             && !skip.contains(Filter::InterPodAffinity)
             && let Some(state) = &f.pod_affinity
-            && state.filter(pod, k8s_node()).is_err()
+            && state.filter_at(pod, node.index(), k8s_node).is_err()
         {
             return true;
         }

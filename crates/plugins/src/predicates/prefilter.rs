@@ -1,19 +1,28 @@
 //! The PreFilter steps of `predicates` that look beyond the pod: InterPodAffinity's and
 //! PodTopologySpread's states, over the placed pods the view's indexes find.
 
+use std::collections::HashMap;
 use std::sync::{Arc, PoisonError};
 
 use engine::framework::SessionState;
-use engine::model::TaskId;
+use engine::model::{SchedClass, TaskId};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::k8s::labels::node_name;
 use crate::k8s::node_affinity::RequiredNodeAffinity;
 use crate::k8s::pod_affinity::AffinityFilterState;
 use crate::k8s::pod_view::{all_nodes, has_required_pod_affinity_terms, namespace_labels};
-use crate::k8s::topology_spread::{SpreadDomains, SpreadFilterState};
+use crate::k8s::topology_spread::{SpreadDomains, SpreadFilterState, domains_key};
 
 use super::{DO_NOT_SCHEDULE, Predicates};
+
+/// PodTopologySpread's domains, by scheduling class and by what they are built from
+/// ([`domains_key`]): the class is looked up first, so the key is written once per class.
+#[derive(Debug, Default)]
+pub(super) struct SpreadDomainCache {
+    by_class: HashMap<SchedClass, Arc<SpreadDomains>>,
+    by_key: HashMap<String, Arc<SpreadDomains>>,
+}
 
 impl Predicates {
     /// Whether no placed pod's required anti-affinity matched a pod of this namespace and
@@ -85,6 +94,20 @@ impl Predicates {
         state
     }
 
+    /// The inter-pod affinity state with its counts indexed by node position, with the
+    /// session's memo on (so that the property tests compare the two lookups) and once the
+    /// session has columns for its topology keys.
+    pub(super) fn by_position(
+        &self,
+        ssn: &SessionState,
+        mut state: AffinityFilterState,
+    ) -> AffinityFilterState {
+        if ssn.options().search_memo {
+            state.index_by_position(&mut |key| self.columns.get(key, || all_nodes(ssn)));
+        }
+        state
+    }
+
     /// PodTopologySpread's PreFilter state for a task with a `DoNotSchedule` constraint.
     ///
     /// The domains rest on the pod's spec and the nodes alone, so with the session's memo on
@@ -106,11 +129,16 @@ impl Predicates {
                 .spread_domains
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            match cache.get(&class) {
+            match cache.by_class.get(&class) {
                 Some(d) => d.clone(),
                 None => {
-                    let d = Arc::new(build()?);
-                    cache.insert(class, d.clone());
+                    let key = domains_key(pod);
+                    let d = match cache.by_key.get(&key) {
+                        Some(d) => d.clone(),
+                        None => Arc::new(build()?),
+                    };
+                    cache.by_key.insert(key, d.clone());
+                    cache.by_class.insert(class, d.clone());
                     d
                 }
             }

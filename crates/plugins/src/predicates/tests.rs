@@ -51,7 +51,7 @@ fn check(ssn: &mut Session, pod: &str, node: &str) -> Result<(), FitError> {
 fn codes(e: &FitError) -> Vec<(StatusCode, &str, &str)> {
     e.statuses
         .iter()
-        .map(|s| (s.code, s.reason.as_str(), s.plugin.as_str()))
+        .map(|s| (s.code, &*s.reason, &*s.plugin))
         .collect()
 }
 
@@ -535,7 +535,7 @@ fn evictions_during_a_tasks_attempt_update_its_inter_pod_affinity() {
     let reasons = |ssn: &Session| -> Vec<String> {
         ssn.predicate(web, n1)
             .err()
-            .map(|e| e.statuses.iter().map(|s| s.reason.clone()).collect())
+            .map(|e| e.statuses.iter().map(|s| s.reason.to_string()).collect())
             .unwrap_or_default()
     };
     let own = "node(s) didn't match pod anti-affinity rules";

@@ -209,7 +209,7 @@ fn predicate_filters_nodes_over_a_threshold_with_fresh_metrics() {
             let e = check(n).expect_err(n);
             let s = &e.statuses[0];
             assert_eq!(
-                (s.code, s.plugin.as_str()),
+                (s.code, &*s.plugin),
                 (StatusCode::UnschedulableAndUnresolvable, NAME)
             );
             s.reason.clone()

@@ -1,6 +1,6 @@
 //! Times one scheduling session of the default configuration on a synthetic cluster.
 //!
-//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100 [--workload mixed|steady] [--search-memo off] [--sessions 200]`
+//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100 [--workload mixed|steady] [--search-memo off] [--sessions 200] [--dump-binds FILE]`
 //!
 //! Three workloads: `uniform` (gangs of equal size, every pod 1 cpu / 2 GiB, one queue),
 //! `mixed` ([`mixed`]: jobs of many sizes and shapes in several queues, some with node
@@ -38,6 +38,8 @@ struct Args {
     workload: Workload,
     search_memo: bool,
     sessions: usize,
+    /// Where to write the session's decisions, one per line, to compare two builds.
+    dump_binds: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -65,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
         workload: Workload::Uniform,
         search_memo: true,
         sessions: 200,
+        dump_binds: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -78,9 +81,13 @@ fn parse_args() -> Result<Args, String> {
             ("--workload" | "--search-memo", other) => {
                 return Err(format!("{flag}: unknown value {other}"));
             }
+            ("--dump-binds", path) => args.dump_binds = Some(path.to_string()),
             _ => {}
         }
-        if flag == "--workload" || flag == "--search-memo" {
+        if matches!(
+            flag.as_str(),
+            "--workload" | "--search-memo" | "--dump-binds"
+        ) {
             continue;
         }
         let n: usize = value
@@ -189,6 +196,38 @@ fn build_cluster(args: &Args) -> ClusterState {
     state
 }
 
+/// Writes what the session decided (binds in order, then the other writes), one per line, so
+/// two builds' decisions can be compared with `cmp`.
+fn dump_decisions(path: &str, d: &engine::framework::Decisions) {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for b in &d.binds {
+        let _ = writeln!(out, "bind {} {}", b.pod, b.node);
+    }
+    let lines = d.evictions.iter().map(|x| format!("evict {x:?}"));
+    let lines = lines.chain(d.pipelined.iter().map(|x| format!("pipeline {x:?}")));
+    let lines = lines.chain(d.pod_group_statuses.iter().map(|x| format!("pg {x:?}")));
+    let lines = lines.chain(d.pod_conditions.iter().map(|x| format!("cond {x:?}")));
+    let lines = lines.chain(d.events.iter().map(|x| format!("event {x:?}")));
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "unschedulable_tasks {}", d.unschedulable_tasks);
+    if let Err(e) = std::fs::write(path, out) {
+        eprintln!("bench_session: cannot write {path}: {e}");
+    }
+}
+
+/// The process's CPU time so far (user + system, in clock ticks of 10 ms, from
+/// /proc/self/stat): on a shared machine it moves less than the wall clock with the load.
+fn cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) * 10.0)
+}
+
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
@@ -260,6 +299,7 @@ fn main() {
         return;
     }
     let start = Instant::now();
+    let cpu_start = cpu_ms();
     let snapshot = state.snapshot();
     let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
     let mut ssn = Session::open(&snapshot, conf, &registry, options, now, "bench".into());
@@ -268,13 +308,19 @@ fn main() {
     let acted = start.elapsed();
     let decisions = ssn.close();
     let total = start.elapsed();
+    let cpu = cpu_ms()
+        .zip(cpu_start)
+        .map_or(0.0, |(end, start)| end - start);
 
+    if let Some(path) = &args.dump_binds {
+        dump_decisions(path, &decisions);
+    }
     let bound = decisions.binds.len();
     let secs = total.as_secs_f64();
     let peak_kib = peak_rss_kib().unwrap_or(0);
     let objects = (args.nodes + args.pods).max(1);
     println!(
-        "{{\"workload\": \"{}\", \"search_memo\": {}, \"nodes\": {}, \"pods\": {}, \"jobs\": {}, \"threads\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.1}, \"actions_ms\": {:.1}, \"close_ms\": {:.1}, \"session_ms\": {:.1}, \"bound\": {}, \"pods_per_sec\": {:.0}, \"rss_before_session_mib\": {:.1}, \"peak_rss_mib\": {:.1}, \"peak_rss_per_object_kib\": {:.2}}}",
+        "{{\"workload\": \"{}\", \"search_memo\": {}, \"nodes\": {}, \"pods\": {}, \"jobs\": {}, \"threads\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.1}, \"actions_ms\": {:.1}, \"close_ms\": {:.1}, \"session_ms\": {:.1}, \"session_cpu_ms\": {:.0}, \"bound\": {}, \"pods_per_sec\": {:.0}, \"rss_before_session_mib\": {:.1}, \"peak_rss_mib\": {:.1}, \"peak_rss_per_object_kib\": {:.2}}}",
         args.workload.name(),
         args.search_memo,
         args.nodes,
@@ -290,6 +336,7 @@ fn main() {
         (acted - opened).as_secs_f64() * 1e3,
         (total - acted).as_secs_f64() * 1e3,
         secs * 1e3,
+        cpu,
         bound,
         if secs > 0.0 { bound as f64 / secs } else { 0.0 },
         rss_before.unwrap_or(0) as f64 / 1024.0,

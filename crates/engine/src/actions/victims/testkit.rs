@@ -236,8 +236,9 @@ impl Plugin for NodeCheck {
         EP::PREDICATE
     }
     fn predicate(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<(), FitError> {
-        let fail =
-            |code, reason: &str| Err(FitError::new(FitStatus::new(code, reason, "nodecheck")));
+        let fail = |code, reason: &'static str| {
+            Err(FitError::new(FitStatus::new(code, reason, "nodecheck")))
+        };
         if annotation(ssn, node, "test/unresolvable").is_some() {
             return fail(StatusCode::UnschedulableAndUnresolvable, "unresolvable");
         }
