@@ -294,7 +294,7 @@ pub enum Presence {
     Required,
     /// A kind whose CRD a cluster may not have installed (HyperNodes, on clusters of a Volcano
     /// older than 1.12): while the API server does not know the resource, the kind counts as
-    /// listed and empty.
+    /// listed and empty, and is looked for again every few seconds.
     Optional,
 }
 
@@ -307,14 +307,14 @@ where
     let mut mirror = Mirror::<K>::default();
     let mut stream = std::pin::pin!(stream);
     let mut failing = ErrorStreak::default();
-    let mut absent = false;
+    let mut absent_since: Option<tokio::time::Instant> = None;
     while let Some(item) = stream.next().await {
         match item {
             Ok(event) => {
                 if let Some(errors) = failing.recovered() {
                     tracing::info!(kind = <K as Mirrored>::KIND, errors, "watch recovered");
                 }
-                if std::mem::take(&mut absent) {
+                if absent_since.take().is_some() {
                     tracing::info!(kind = <K as Mirrored>::KIND, "the resource is served now");
                 }
                 shared.watch_working(<K as Mirrored>::KIND);
@@ -323,21 +323,29 @@ where
                 }
             }
             Err(e) if presence == Presence::Optional && resource_not_served(&e) => {
-                if !std::mem::replace(&mut absent, true) {
+                let now = tokio::time::Instant::now();
+                let since = *absent_since.get_or_insert(now);
+                if since == now {
                     tracing::info!(
                         kind = <K as Mirrored>::KIND,
                         "the API server does not serve this resource (CRD not installed): none of it is used until it does"
                     );
                 }
-                // An empty list: whatever was held goes (the CRD was deleted), and the kind
-                // counts as listed.
+                // Nothing held: an empty list, so the kind counts as listed. Objects held are
+                // dropped only once the resource has stayed away for a while: an API server
+                // that is starting answers 404 for custom resources until it has read their
+                // CRDs.
                 let held = !mirror.known.is_empty();
-                mirror.apply(Event::Init, &shared);
-                mirror.apply(Event::InitDone, &shared);
-                if held {
-                    shared.work.notify_one();
+                if !held || now.duration_since(since) >= ABSENT_FORGET {
+                    mirror.apply(Event::Init, &shared);
+                    mirror.apply(Event::InitDone, &shared);
+                    if held {
+                        shared.work.notify_one();
+                    }
                 }
                 shared.watch_working(<K as Mirrored>::KIND);
+                // Looked for again after a pause: a missing CRD is not a broken watch.
+                tokio::time::sleep(ABSENT_RECHECK).await;
             }
             Err(e) => {
                 shared.watch_failed(<K as Mirrored>::KIND);
@@ -388,26 +396,20 @@ impl ErrorStreak {
 #[derive(Debug)]
 struct WatchBackoff {
     next: Duration,
-    max: Duration,
 }
 
 const WATCH_RETRY_FIRST: Duration = Duration::from_millis(100);
 const WATCH_RETRY_MAX: Duration = Duration::from_millis(500);
-/// Longest wait between looks at an optional kind whose resource is not served.
-const WATCH_RETRY_OPTIONAL: Duration = Duration::from_secs(30);
-
-impl WatchBackoff {
-    fn up_to(max: Duration) -> Self {
-        WatchBackoff {
-            next: WATCH_RETRY_FIRST,
-            max,
-        }
-    }
-}
+/// Wait between looks at an optional kind whose resource is not served.
+const ABSENT_RECHECK: Duration = Duration::from_secs(5);
+/// How long an optional kind's resource must stay unserved before the objects held are dropped.
+const ABSENT_FORGET: Duration = Duration::from_secs(30);
 
 impl Default for WatchBackoff {
     fn default() -> Self {
-        WatchBackoff::up_to(WATCH_RETRY_MAX)
+        WatchBackoff {
+            next: WATCH_RETRY_FIRST,
+        }
     }
 }
 
@@ -415,7 +417,7 @@ impl Iterator for WatchBackoff {
     type Item = Duration;
     fn next(&mut self) -> Option<Duration> {
         let delay = self.next;
-        self.next = (self.next * 2).min(self.max);
+        self.next = (self.next * 2).min(WATCH_RETRY_MAX);
         Some(delay)
     }
 }
@@ -448,23 +450,11 @@ pub fn untyped_stream<K>(
 where
     K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
 {
-    untyped_stream_with(client, problems, WatchBackoff::default())
-}
-
-/// [`untyped_stream`] with its own retry delays.
-fn untyped_stream_with<K>(
-    client: Client,
-    problems: UnboundedSender<SchedEvent>,
-    backoff: WatchBackoff,
-) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
-where
-    K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
-{
     let ar = ApiResource::erase::<K>(&());
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
     let mut reported = ReportedProblems::default();
     watcher::watcher(api, watcher::Config::default())
-        .backoff(backoff)
+        .backoff(WatchBackoff::default())
         .filter_map(move |r| {
             let converted = match r {
                 Err(e) => Some(Err(e)),
@@ -660,13 +650,8 @@ pub fn spawn_all(
             typed_stream::<Namespace>(client.clone()),
             shared.clone(),
         )),
-        // Checked again every 30 s at most while the CRD is absent.
         tokio::spawn(run_mirror_of(
-            untyped_stream_with::<HyperNode>(
-                client,
-                problems_hn,
-                WatchBackoff::up_to(WATCH_RETRY_OPTIONAL),
-            ),
+            untyped_stream::<HyperNode>(client, problems_hn),
             shared,
             Presence::Optional,
         )),

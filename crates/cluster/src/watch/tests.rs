@@ -249,24 +249,52 @@ fn not_served() -> watcher::Error {
     ))
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_optional_kind_the_api_server_does_not_serve_counts_as_listed_and_empty() {
+    // Never listed: the first 404 makes the kind listed and empty, not a broken watch.
     let s = shared();
+    let events: Vec<Result<Event<HyperNode>, watcher::Error>> = vec![Err(not_served())];
+    run_mirror_of(futures::stream::iter(events), s.clone(), Presence::Optional).await;
+    assert!(!s.unsynced_kinds().contains(&"HyperNode"));
+    assert!(s.broken_watches().is_empty());
+
+    // Held objects survive a 404 that does not last (an API server reading its CRDs at start),
+    // and go when the resource stays away.
     let hn: HyperNode = serde_json::from_value(json!({
         "metadata": {"name": "s0"}, "spec": {"tier": 1}
     }))
     .expect("hypernode");
-    // Held from an earlier list, then the CRD goes away.
-    let events: Vec<Result<Event<HyperNode>, watcher::Error>> = vec![
-        Ok(Event::Init),
-        Ok(Event::InitApply(hn)),
-        Ok(Event::InitDone),
-        Err(not_served()),
-    ];
-    run_mirror_of(futures::stream::iter(events), s.clone(), Presence::Optional).await;
-    assert!(!s.unsynced_kinds().contains(&"HyperNode"));
+    let listed = || -> Vec<Result<Event<HyperNode>, watcher::Error>> {
+        vec![
+            Ok(Event::Init),
+            Ok(Event::InitApply(hn.clone())),
+            Ok(Event::InitDone),
+        ]
+    };
+    let s = shared();
+    let mut brief = listed();
+    brief.push(Err(not_served()));
+    run_mirror_of(futures::stream::iter(brief), s.clone(), Presence::Optional).await;
+    assert_eq!(
+        s.lock().hyper_node_objects().count(),
+        1,
+        "kept through one 404"
+    );
+    let s = shared();
+    let mut lasting = listed();
+    lasting.extend((0..10).map(|_| Err(not_served())));
+    run_mirror_of(
+        futures::stream::iter(lasting),
+        s.clone(),
+        Presence::Optional,
+    )
+    .await;
+    assert_eq!(
+        s.lock().hyper_node_objects().count(),
+        0,
+        "dropped after 50 s of 404s"
+    );
     assert!(s.broken_watches().is_empty());
-    assert_eq!(s.lock().hyper_node_objects().count(), 0);
 
     // A required kind refused the same way is a broken watch, and never listed.
     let s = shared();
