@@ -3,8 +3,8 @@
 # (RBAC, token auth) and kwok, all on 127.0.0.1, then installs the Volcano
 # PodGroup, Queue and HyperNode CRDs (deploy/crds). Builds the binaries first
 # if needed. Idempotent: a healthy running cluster is left as it is; a partial
-# one is torn down and
-# started afresh. On any failure everything it started is stopped again.
+# one is torn down and started afresh. On any failure everything it started is
+# stopped again.
 #
 # Usage: e2e/cluster-up.sh        (see e2e/README.md for the knobs)
 set -euo pipefail
