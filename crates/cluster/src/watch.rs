@@ -172,7 +172,11 @@ pub trait ValueCheck {
 }
 
 impl ValueCheck for PodGroup {}
-impl ValueCheck for HyperNode {}
+impl ValueCheck for HyperNode {
+    fn value_problems(&self) -> Vec<String> {
+        engine::model::hypernode::value_problems(self)
+    }
+}
 
 impl ValueCheck for Queue {
     fn value_problems(&self) -> Vec<String> {

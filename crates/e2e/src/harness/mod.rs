@@ -439,7 +439,7 @@ impl TestCtx {
     /// `(reason, message)` of the events regarding an object, oldest first. Lists core/v1
     /// Events, which include those created through events.k8s.io/v1 (one storage; `note` reads
     /// as `message`). Namespaced kinds are matched in the test namespace; Queue, Node, Lease,
-    /// PriorityClass and Namespace events in any namespace.
+    /// PriorityClass, Namespace and HyperNode events in any namespace.
     pub async fn events_for(
         &self,
         kind: &str,
@@ -454,7 +454,7 @@ impl TestCtx {
             .items;
         let any_namespace = matches!(
             kind,
-            "Queue" | "Node" | "Lease" | "PriorityClass" | "Namespace"
+            "Queue" | "Node" | "Lease" | "PriorityClass" | "Namespace" | "HyperNode"
         );
         events
             .retain(|e| any_namespace || e.involved_object.namespace.as_deref() == Some(&self.ns));
@@ -723,9 +723,10 @@ async fn cleanup_inner(env: &Env, name: &str) -> anyhow::Result<()> {
             .await,
     )
     .context("deleting the Lease")?;
-    // Queue and Lease events are recorded in `default` and the Lease namespace.
+    // Queue, HyperNode and Lease events are recorded in `default` and the Lease namespace.
     for (ns, kind, object) in [
         ("default", "Queue", None),
+        ("default", "HyperNode", None),
         (LEASE_NAMESPACE, "Lease", Some(format!("e2e-{name}"))),
     ] {
         let events: Api<CoreEvent> = Api::namespaced(client.clone(), ns);

@@ -44,7 +44,8 @@ async fn wait_event(
 /// "Bad input through the API: a PodGroup naming a missing queue, a Queue with weight 0, a pod
 /// with an absurd request, an unknown PriorityClass — each gives an event or condition that says
 /// what is wrong; the daemon keeps scheduling everything else." Also a Queue with a negative
-/// capability, which the API server accepts: an `InvalidValue` event names the field.
+/// capability, which the API server accepts: an `InvalidValue` event names the field; and a
+/// HyperNode whose name pattern does not compile (the CRD only asks for a non-empty one).
 pub fn bad_input(env: Env) -> BoxFuture<'static, Result<()>> {
     Box::pin(run(env))
 }
@@ -59,6 +60,7 @@ async fn run(env: Env) -> Result<()> {
     let raw = raw_queues_api(&ctx);
     zero_weight_queue_is_refused(&ctx, &raw).await?;
     negative_capability_is_reported(&ctx, &raw).await?;
+    bad_hyper_node_pattern_is_reported(&ctx).await?;
     absurd_request_names_cpu(&ctx).await?;
     unknown_group_priority_class_is_reported(&ctx, &queue).await?;
     unknown_pod_priority_class_is_refused(&ctx).await?;
@@ -137,6 +139,32 @@ async fn negative_capability_is_reported(ctx: &TestCtx, raw: &Api<DynamicObject>
         &negative_name,
         "InvalidValue",
         "spec.capability.cpu: \"-4\" is negative",
+    )
+    .await?;
+    Ok(())
+}
+
+/// A HyperNode member whose name pattern does not compile selects no node, as in Volcano, and
+/// an `InvalidValue` event on the HyperNode says so.
+async fn bad_hyper_node_pattern_is_reported(ctx: &TestCtx) -> Result<()> {
+    let name = format!("{}-pattern", ctx.name);
+    let hn: apis::HyperNode = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {ctx.label.0.as_str(): ctx.label.1.as_str()}},
+        "spec": {"tier": 1, "members": [
+            {"type": "Node", "selector": {"regexMatch": {"pattern": "node[("}}}
+        ]}
+    }))
+    .context("building the HyperNode")?;
+    kube::Api::<apis::HyperNode>::all(ctx.env.client.clone())
+        .create(&PostParams::default(), &hn)
+        .await
+        .context("creating the HyperNode")?;
+    wait_event(
+        ctx,
+        "HyperNode",
+        &name,
+        "InvalidValue",
+        "spec.members[0].selector.regexMatch.pattern: \"node[(\" does not compile",
     )
     .await?;
     Ok(())

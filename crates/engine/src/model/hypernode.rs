@@ -296,6 +296,37 @@ impl HyperNodeTree {
     }
 }
 
+/// What of a HyperNode the tree does not use as written, one line per problem starting with
+/// the field path (reported as events on the HyperNode, as Volcano only logs them): a name
+/// pattern that does not compile selects nothing, and a HyperNode member is chosen by exact
+/// name only.
+pub fn value_problems(hn: &HyperNode) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, member) in hn.spec.members.iter().enumerate() {
+        let at = format!("spec.members[{i}].selector");
+        let sel = &member.selector;
+        if member.type_ == member_type::HYPER_NODE {
+            if sel.regex_match.is_some() || sel.label_match.is_some() {
+                problems.push(format!(
+                    "{at}: a HyperNode member is chosen by exactMatch only; this member is ignored"
+                ));
+            }
+            continue;
+        }
+        if let Some(regex) = &sel.regex_match
+            && let Err(e) = regex::Regex::new(&regex.pattern)
+        {
+            let first = e.to_string().lines().last().unwrap_or_default().to_string();
+            problems.push(format!(
+                "{at}.regexMatch.pattern: {:?} does not compile ({}); it selects no node",
+                regex.pattern,
+                first.trim()
+            ));
+        }
+    }
+    problems
+}
+
 /// The HyperNode members of a HyperNode, by exact name (the only selector Volcano honours for
 /// them).
 fn hyper_node_members(hn: &HyperNode) -> impl Iterator<Item = &str> {

@@ -264,3 +264,29 @@ fn tier_names_map_to_tiers() {
         BTreeMap::from([("leaf", 1), ("spine", 2)])
     );
 }
+
+#[test]
+fn members_the_tree_cannot_use_are_named() {
+    let hn: HyperNode = serde_json::from_value(json!({
+        "metadata": {"name": "s0"},
+        "spec": {"tier": 2, "members": [
+            {"type": "Node", "selector": {"regexMatch": {"pattern": "node[("}}},
+            {"type": "Node", "selector": {"regexMatch": {"pattern": "^node-[0-9]+$"}}},
+            {"type": "HyperNode", "selector": {"regexMatch": {"pattern": "^s"}}},
+            {"type": "HyperNode", "selector": {"exactMatch": {"name": "s1"}}}
+        ]}
+    }))
+    .expect("hypernode");
+    let problems = value_problems(&hn);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].starts_with(
+            "spec.members[0].selector.regexMatch.pattern: \"node[(\" does not compile"
+        )
+    );
+    assert!(
+        problems[1].starts_with(
+            "spec.members[2].selector: a HyperNode member is chosen by exactMatch only"
+        )
+    );
+}
