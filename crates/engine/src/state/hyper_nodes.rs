@@ -17,7 +17,7 @@ pub(super) struct HyperNodeTables {
 }
 
 impl HyperNodeTables {
-    /// The nodes (their names or labels) changed: members chosen by pattern or labels may too.
+    /// A node came, went or was relabelled: members chosen by pattern or labels may change.
     pub(super) fn nodes_changed(&mut self) {
         if !self.objects.is_empty() {
             self.tree = OnceLock::new();

@@ -178,7 +178,6 @@ impl ClusterState {
     /// The nodes or their load changed: the next snapshot builds the node table again.
     fn nodes_changed(&mut self) {
         self.node_table = OnceLock::new();
-        self.hyper_nodes.nodes_changed();
     }
 
     // ---- pods -------------------------------------------------------------------------------
@@ -366,6 +365,12 @@ impl ClusterState {
                 (was_closed && !closed) || old_taints != taints
             }
         };
+        // HyperNode members are chosen by node name and labels only: a status update (a
+        // heartbeat, a pod's resources) leaves the tree as it is.
+        let members_may_change = self
+            .nodes
+            .get(&name)
+            .is_none_or(|old| old.spec.node.metadata.labels != node.metadata.labels);
         let spec = Arc::new(NodeSpec::from_node(Arc::new(node)));
         let seq = match self.nodes.get(&name) {
             Some(e) => e.seq,
@@ -376,6 +381,9 @@ impl ClusterState {
         };
         Arc::make_mut(&mut self.nodes).insert(name, NodeEntry { seq, spec });
         self.nodes_changed();
+        if members_may_change {
+            self.hyper_nodes.nodes_changed();
+        }
         opened
     }
 
@@ -383,6 +391,7 @@ impl ClusterState {
         if self.nodes.contains_key(name) {
             Arc::make_mut(&mut self.nodes).remove(name);
             self.nodes_changed();
+            self.hyper_nodes.nodes_changed();
         }
         if self.node_usage.contains_key(name) {
             Arc::make_mut(&mut self.node_usage).remove(name);

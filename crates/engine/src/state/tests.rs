@@ -303,6 +303,13 @@ fn the_hyper_node_tree_follows_hyper_node_and_node_changes() {
         Some(vec!["gpu-0".to_string(), "gpu-1".to_string()])
     );
     assert_eq!(nodes(&first), Some(vec!["gpu-0".to_string()]));
+    // A node update that keeps its labels (a status, a new size) keeps the tree; a node that
+    // goes leaves it.
+    let before = s.snapshot().hyper_node_tree().clone();
+    s.upsert_node(sized_node("gpu-1", "16"));
+    assert!(Arc::ptr_eq(&before, s.snapshot().hyper_node_tree()));
+    s.delete_node("gpu-0");
+    assert_eq!(nodes(&s.snapshot()), Some(vec!["gpu-1".to_string()]));
     assert!(s.delete_hyper_node("leaf"));
     assert!(s.snapshot().hyper_node_tree().get("leaf").is_none());
 }
