@@ -604,7 +604,6 @@ pub fn spawn_all(
     shared: Arc<Shared>,
     problems: UnboundedSender<SchedEvent>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let problems_hn = problems.clone();
     vec![
         tokio::spawn(run_mirror(
             typed_stream::<WatchedPod>(client.clone()),
@@ -655,7 +654,7 @@ pub fn spawn_all(
             shared.clone(),
         )),
         tokio::spawn(run_mirror_of(
-            untyped_stream::<HyperNode>(client, problems_hn),
+            untyped_stream::<HyperNode>(client, problems),
             shared,
             Presence::Optional,
         )),
