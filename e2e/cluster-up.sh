@@ -195,13 +195,18 @@ start() {
 }
 
 # wait_ready NAME SECONDS CHECK...: waits for CHECK, failing early (with the end
-# of the log) if the process exits.
+# of the log) if the process exits. Right after `start` the process may still be
+# `env` or `setsid` on its way to exec'ing NAME, so it counts as gone only once it
+# was seen running, or when it has not shown up within 5 s.
 wait_ready() {
-	local name=$1 timeout=$2 deadline
+	local name=$1 timeout=$2 deadline seen=false grace
 	shift 2
 	deadline=$((SECONDS + timeout))
+	grace=$((SECONDS + 5))
 	until "$@"; do
-		if [[ -z $(e2e_pids "$name") ]]; then
+		if [[ -n $(e2e_pids "$name") ]]; then
+			seen=true
+		elif $seen || ((SECONDS >= grace)); then
 			tail -n 30 "$LOGS/$name.log" >&2 || true
 			e2e_die "$name exited during start-up (log: $LOGS/$name.log)"
 		fi
