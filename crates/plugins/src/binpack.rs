@@ -22,10 +22,6 @@ use engine::model::{NodeId, Resource, ResourceName, TaskId};
 pub const NAME: &str = "binpack";
 
 const WEIGHT_KEY: &str = "binpack.weight";
-const CPU_KEY: &str = "binpack.cpu";
-const MEMORY_KEY: &str = "binpack.memory";
-const RESOURCES_KEY: &str = "binpack.resources";
-const RESOURCES_PREFIX: &str = "binpack.resources.";
 
 /// Kubernetes' `MaxNodeScore`.
 const MAX_NODE_SCORE: f64 = 100.0;
@@ -60,7 +56,11 @@ pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
 }
 
 /// A resource weight: negative means 1 (Volcano's rule), reported.
-fn read_resource_weight(args: &Arguments, key: &str, warnings: &mut Vec<ArgWarning>) -> i64 {
+pub(crate) fn read_resource_weight(
+    args: &Arguments,
+    key: &str,
+    warnings: &mut Vec<ArgWarning>,
+) -> i64 {
     let mut weight = 1;
     if args.get_weight(key, &mut weight, warnings) && weight < 0 {
         warnings.push(ArgWarning::new(
@@ -70,6 +70,38 @@ fn read_resource_weight(args: &Arguments, key: &str, warnings: &mut Vec<ArgWarni
         weight = 1;
     }
     weight
+}
+
+/// The per-resource weights under a key prefix (`<prefix>cpu`, `<prefix>memory`,
+/// `<prefix>resources` listing extra names, `<prefix>resources.<name>`): cpu, memory and the
+/// extra resources (never cpu or memory). Shared with `network-topology-aware`, which reads
+/// the same keys under `hypernode.binpack.`.
+pub(crate) fn read_resource_weights(
+    args: &Arguments,
+    prefix: &str,
+    warnings: &mut Vec<ArgWarning>,
+) -> (i64, i64, Vec<(ResourceName, i64)>) {
+    let cpu = read_resource_weight(args, &format!("{prefix}cpu"), warnings);
+    let memory = read_resource_weight(args, &format!("{prefix}memory"), warnings);
+    let mut scalars: Vec<(ResourceName, i64)> = Vec::new();
+    // Volcano reads the list with a plain type assertion: anything but a string is "no list".
+    let list = args
+        .get(&format!("{prefix}resources"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let weight = read_resource_weight(args, &format!("{prefix}resources.{name}"), warnings);
+        // cpu and memory keep the weights of their own keys.
+        if name == CPU || name == MEMORY {
+            continue;
+        }
+        let rn = ResourceName::new(name);
+        match scalars.iter_mut().find(|(n, _)| *n == rn) {
+            Some(entry) => entry.1 = weight,
+            None => scalars.push((rn, weight)),
+        }
+    }
+    (cpu, memory, scalars)
 }
 
 impl BinpackWeights {
@@ -91,25 +123,7 @@ impl BinpackWeights {
                 ),
             ));
         }
-        w.cpu = read_resource_weight(args, CPU_KEY, warnings);
-        w.memory = read_resource_weight(args, MEMORY_KEY, warnings);
-        // Volcano reads the list with a plain type assertion: anything but a string is "no list".
-        let list = args
-            .get(RESOURCES_KEY)
-            .and_then(|v| v.as_str())
-            .unwrap_or("");
-        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let weight = read_resource_weight(args, &format!("{RESOURCES_PREFIX}{name}"), warnings);
-            // cpu and memory are overwritten by `binpack.cpu` / `binpack.memory` afterwards.
-            if name == CPU || name == MEMORY {
-                continue;
-            }
-            let rn = ResourceName::new(name);
-            match w.scalars.iter_mut().find(|(n, _)| *n == rn) {
-                Some(entry) => entry.1 = weight,
-                None => w.scalars.push((rn, weight)),
-            }
-        }
+        (w.cpu, w.memory, w.scalars) = read_resource_weights(args, "binpack.", warnings);
         w
     }
 
@@ -257,6 +271,10 @@ impl Plugin for Binpack {
 mod tests {
     use super::*;
     use engine::conf::{ArgValue, MAX_WEIGHT};
+
+    const CPU_KEY: &str = "binpack.cpu";
+    const MEMORY_KEY: &str = "binpack.memory";
+    const RESOURCES_KEY: &str = "binpack.resources";
 
     const GI: f64 = 1024.0 * 1024.0 * 1024.0;
 

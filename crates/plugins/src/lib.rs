@@ -15,6 +15,7 @@ pub mod conformance;
 pub mod drf;
 pub mod extender;
 pub mod gang;
+pub mod network_topology_aware;
 pub mod nodegroup;
 pub mod nodeorder;
 pub mod overcommit;
@@ -49,6 +50,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(drf::NAME, drf::new);
     registry.register(extender::NAME, extender::new);
     registry.register(gang::NAME, gang::new);
+    registry.register(network_topology_aware::NAME, network_topology_aware::new);
     registry.register(nodegroup::NAME, nodegroup::new);
     registry.register(nodeorder::NAME, nodeorder::new);
     registry.register(overcommit::NAME, overcommit::new);
@@ -76,6 +78,7 @@ pub fn check_arguments(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
         binpack::NAME => binpack::check_arguments(args),
         capacity::NAME => capacity::check_arguments(args),
         extender::NAME => extender::check_arguments(args),
+        network_topology_aware::NAME => network_topology_aware::check_arguments(args),
         nodeorder::NAME => nodeorder::check_arguments(args),
         overcommit::NAME => overcommit::check_arguments(args),
         predicates::NAME => predicates::check_arguments(args),

@@ -7,6 +7,7 @@ mod dispatch;
 mod eviction;
 pub mod heap;
 pub mod memory;
+mod network_topology;
 pub mod outside;
 pub mod plugin;
 pub mod session;

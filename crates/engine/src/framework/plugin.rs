@@ -9,7 +9,8 @@
 use std::cmp::Ordering;
 
 use crate::conf::Arguments;
-use crate::model::{FitError, JobId, NodeId, QueueId, TaskId};
+use crate::model::topology::GradientQuery;
+use crate::model::{FitError, HyperNodeId, JobId, NodeId, QueueId, TaskId};
 
 use super::session_state::SessionState;
 
@@ -46,6 +47,10 @@ impl ExtensionPoints {
     pub const UNIFIED_EVICTABLE: Self = Self(1 << 22);
     /// Volcano's `PreBinder`: writes that must land before a pod's bind.
     pub const PRE_BIND: Self = Self(1 << 23);
+    /// `HyperNodeOrderFn`: scores of candidate HyperNodes for a job.
+    pub const HYPER_NODE_ORDER: Self = Self(1 << 24);
+    /// `HyperNodeGradientForJobFn` / `ForSubJobFn`: the HyperNodes to try, by tier.
+    pub const HYPER_NODE_GRADIENT: Self = Self(1 << 25);
 
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
@@ -208,6 +213,28 @@ pub trait Plugin: Send + Sync {
     ) -> Result<Vec<f64>, String> {
         default_ran(ExtensionPoints::BATCH_NODE_ORDER);
         Ok(Vec::new())
+    }
+
+    /// `HyperNodeOrderFn`: a score per candidate HyperNode for placing the job's pending
+    /// tasks there, aligned with `candidates`.
+    fn hyper_node_order(
+        &self,
+        _ssn: &SessionState,
+        _job: JobId,
+        _candidates: &[HyperNodeId],
+    ) -> Vec<f64> {
+        default_ran(ExtensionPoints::HYPER_NODE_ORDER);
+        Vec::new()
+    }
+    /// `HyperNodeGradientForJobFn`: the HyperNodes under the query's start to try for the
+    /// job, grouped by tier in the order to try them. An empty answer means nowhere.
+    fn hyper_node_gradient(
+        &self,
+        _ssn: &SessionState,
+        query: &GradientQuery<'_>,
+    ) -> Vec<Vec<HyperNodeId>> {
+        default_ran(ExtensionPoints::HYPER_NODE_GRADIENT);
+        vec![vec![query.start]]
     }
 
     /// For the allocate search memo (`actions::search_memo`): whether this plugin's predicate,

@@ -129,6 +129,11 @@ pub struct SessionState {
     pub(super) node_versions: Vec<u32>,
     /// Bumped whenever a task whose placement reaches beyond its node moves.
     pub(super) search_epoch: u32,
+    /// The HyperNode tree over the session's nodes, under the virtual root.
+    pub(super) topology: crate::model::SessionTopology,
+    /// Per task being placed by the HyperNode-aware path: the job's HyperNode so far
+    /// (`TaskInfo.JobAllocatedHyperNode`), which network-topology-aware scoring reads.
+    pub(super) task_job_hyper_node: FxHashMap<TaskId, crate::model::HyperNodeId>,
 }
 
 impl SessionState {
@@ -587,7 +592,7 @@ pub(super) fn build_state(
     }
 
     let node_count = nodes.len();
-    SessionState {
+    let mut state = SessionState {
         uid,
         now,
         tasks,
@@ -610,7 +615,11 @@ pub(super) fn build_state(
         last_processed_node_index: 0,
         node_versions: vec![0; node_count],
         search_epoch: 0,
-    }
+        topology: crate::model::SessionTopology::default(),
+        task_job_hyper_node: FxHashMap::default(),
+    };
+    state.install_topology();
+    state
 }
 
 /// The PodGroup as an event's object.

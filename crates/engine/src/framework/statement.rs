@@ -208,6 +208,7 @@ impl Session {
         self.set_task_status(task, TaskStatus::Pending);
         self.fire_deallocate(task);
         self.state.tasks[task.index()].node = None;
+        self.state.set_task_job_hyper_node(task, None);
     }
 
     fn un_allocate(&mut self, task: TaskId) {
@@ -215,6 +216,7 @@ impl Session {
         self.set_task_status(task, TaskStatus::Pending);
         self.fire_deallocate(task);
         self.state.tasks[task.index()].node = None;
+        self.state.set_task_job_hyper_node(task, None);
     }
 
     fn un_evict(&mut self, task: TaskId) {

@@ -114,6 +114,8 @@ pub struct FitErrors {
     unresolvable: Vec<u64>,
     /// A message that replaces the "0/N nodes are unavailable" head.
     pub message: Option<String>,
+    /// The HyperNode the nodes were searched in, when not the whole cluster.
+    pub hyper_node: Option<String>,
 }
 
 impl FitErrors {
@@ -189,6 +191,11 @@ impl FitErrors {
 impl std::fmt::Display for FitErrors {
     /// "0/3 nodes are unavailable: 2 Insufficient cpu, 1 node(s) had untolerated taint {..}."
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.nodes > 0
+            && let Some(hn) = &self.hyper_node
+        {
+            write!(f, "In hyperNode {hn}: ")?;
+        }
         match &self.message {
             Some(m) => f.write_str(m)?,
             None => write!(f, "0/{} nodes are unavailable", self.nodes)?,
@@ -213,6 +220,22 @@ mod tests {
 
     fn unsched(reason: &'static str) -> FitError {
         FitError::new(FitStatus::new(StatusCode::Unschedulable, reason, "test"))
+    }
+
+    #[test]
+    fn a_search_within_a_hyper_node_names_it() {
+        let mut fe = FitErrors::default();
+        fe.set_node_error(NodeId::from_index(0), &unsched("Insufficient cpu"));
+        fe.hyper_node = Some("s1".into());
+        assert_eq!(
+            fe.to_string(),
+            "In hyperNode s1: 0/1 nodes are unavailable: 1 Insufficient cpu."
+        );
+        let only_message = FitErrors {
+            hyper_node: Some("s1".into()),
+            ..FitErrors::with_message("skip")
+        };
+        assert_eq!(only_message.to_string(), "skip");
     }
 
     #[test]

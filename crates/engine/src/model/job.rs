@@ -101,6 +101,14 @@ pub struct JobInfo {
     pub renewed_condition: Option<&'static str>,
     pub nodes_fit_errors: HashMap<TaskId, FitErrors>,
     pub job_fit_errors: String,
+    /// The PodGroup's network-topology constraint as the session uses it (§2.5 item 6).
+    pub topology: Option<super::TopologyConstraint>,
+    /// The HyperNode the job runs in (`JobInfo.AllocatedHyperNode`).
+    pub allocated_hyper_node: Option<super::HyperNodeId>,
+    /// The same for the job's default sub-job (`SubJobInfo.AllocatedHyperNode`); the two part
+    /// only within a session, when the job's and the sub-job's searches settle on different
+    /// tiers.
+    pub sub_job_allocated_hyper_node: Option<super::HyperNodeId>,
 }
 
 impl JobInfo {
@@ -131,6 +139,9 @@ impl JobInfo {
             total_request: Resource::empty(),
             nodes_fit_errors: HashMap::new(),
             job_fit_errors: String::new(),
+            topology: None,
+            allocated_hyper_node: None,
+            sub_job_allocated_hyper_node: None,
         }
     }
 

@@ -42,6 +42,9 @@ pub struct JobSpec {
     pub annotations: BTreeMap<String, String>,
     /// The PodGroup sets `spec.subGroupPolicy` (gang reads the policies from the PodGroup).
     pub has_sub_group_policy: bool,
+    /// `spec.networkTopology` as written; the session normalises it
+    /// ([`JobInfo::topology`](super::JobInfo::topology)).
+    pub network_topology: Option<apis::NetworkTopologySpec>,
     /// The status the PodGroup was observed with (change detection at close). Shared with
     /// every session's `JobInfo::status` until a session changes it (copy on write).
     pub baseline: Option<Arc<JobStatus>>,
@@ -84,6 +87,7 @@ impl JobSpec {
         );
         job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
         job.has_sub_group_policy = !pg.spec.sub_group_policy.is_empty();
+        job.network_topology = pg.spec.network_topology.clone();
         job.task_min_available = pg.spec.min_task_member.clone();
         job.task_min_available_total = pg.spec.min_task_member.values().sum();
         job.min_resources = pg.spec.min_resources.as_ref().map(Resource::from_list);

@@ -14,6 +14,7 @@ pub mod resource;
 pub mod sched_class;
 pub mod status;
 pub mod task;
+pub mod topology;
 
 pub use fit::{FitError, FitErrors, FitStatus, StatusCode};
 pub use ids::{JobId, NodeId, QueueId, TaskId};
@@ -25,3 +26,4 @@ pub use resource::{DimensionDefault, Resource, ResourceName};
 pub use sched_class::SchedClass;
 pub use status::TaskStatus;
 pub use task::{TaskInfo, TaskSpec};
+pub use topology::{HyperNodeId, SessionTopology, TopologyConstraint};

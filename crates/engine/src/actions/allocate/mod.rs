@@ -1,15 +1,19 @@
 //! `allocate`: place pending tasks on nodes with idle resources (bind) or on nodes whose
 //! resources are being released (pipeline), respecting gangs (spec/framework.md §6.2).
 //!
-//! Jobs with network topology or sub-group policies take Volcano's hyperNode-aware path
-//! (§6.2.5); volcano-rs does not model hyperNodes yet, so every job takes the flat path.
+//! Jobs with a hard network-topology constraint (soft ones become hard up to the root's tier
+//! when the session opens) take Volcano's HyperNode-aware path (§6.2.5, [`hyper_node`]); the
+//! others take the flat path over every node. Jobs with sub-group policies take the flat path
+//! too: their sub-groups are not placed one by one yet.
+
+mod hyper_node;
 
 use std::collections::BTreeMap;
 
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::fit::{FitError, FitErrors};
 use crate::model::job::phase;
-use crate::model::{DimensionDefault, JobId, NodeId, QueueId, TaskId, TaskStatus};
+use crate::model::{DimensionDefault, HyperNodeId, JobId, NodeId, QueueId, TaskId, TaskStatus};
 
 use super::helper::{PredicateHelper, allocate_fits, allocate_predicate, choose_node};
 use super::search_memo::SearchMemo;
@@ -66,6 +70,10 @@ pub fn execute(ssn: &mut Session) {
         let Some(q) = ssn.state.job(job).queue else {
             continue;
         };
+        if ssn.state.job(job).topology.is_some() && !ssn.state.topology().is_ready() {
+            tracing::debug!(job = %ssn.state.job(job).spec.uid, "HyperNodes are not ready; job skipped");
+            continue;
+        }
         let heap = pending_task_heap(ssn, job);
         if heap.is_empty() {
             continue;
@@ -97,18 +105,35 @@ pub fn execute(ssn: &mut Session) {
             jobs_by_queue.insert(q, jobs);
             continue;
         };
-        let search = Search {
-            nodes: &all_nodes,
-            cache_enabled,
-            memo: &mut memo,
-        };
-        let stmt = allocate_resources_for_tasks(ssn, job, q, &mut tasks, search);
-        if let Some(stmt) = stmt
-            && ssn.job_ready(job)
-        {
-            ssn.commit(stmt);
-            if !tasks.is_empty() {
-                jobs.push(job, |a, b| ssn.job_order(a, b));
+        if hyper_node::takes_hyper_node_path(ssn, job) {
+            let placed = hyper_node::allocate_for_job(ssn, job, q, &mut tasks, cache_enabled);
+            match placed {
+                Some(placed) if ssn.job_ready(job) => {
+                    hyper_node::record_decision(ssn, job, &placed);
+                    ssn.commit(placed.stmt);
+                    if !tasks.is_empty() {
+                        jobs.push(job, |a, b| ssn.job_order(a, b));
+                    }
+                }
+                Some(_) => {}
+                None => hyper_node::explain_unplaced(ssn, job),
+            }
+        } else {
+            let search = Search {
+                nodes: &all_nodes,
+                hyper_node: None,
+                cache_enabled,
+                memo: &mut memo,
+            };
+            let allocated = ssn.state.job(job).sub_job_allocated_hyper_node;
+            let stmt = allocate_resources_for_tasks(ssn, job, q, &mut tasks, search, allocated);
+            if let Some(stmt) = stmt
+                && ssn.job_ready(job)
+            {
+                ssn.commit(stmt);
+                if !tasks.is_empty() {
+                    jobs.push(job, |a, b| ssn.job_order(a, b));
+                }
             }
         }
         // A pipelined-but-not-ready statement stays applied, neither committed nor discarded
@@ -119,26 +144,33 @@ pub fn execute(ssn: &mut Session) {
     }
 }
 
-/// What a job's node searches share: the nodes, whether the role error cache is on, and the
-/// session's search memo.
+/// What a job's node searches share: the nodes (those of `hyper_node`, or every node when
+/// `None`), whether the role error cache is on, and a search memo for these nodes.
 struct Search<'a> {
     nodes: &'a [NodeId],
+    hyper_node: Option<HyperNodeId>,
     cache_enabled: bool,
     memo: &'a mut SearchMemo,
 }
 
-/// `allocateResourcesForTasks` (§6.2.3) for a job's default sub-job.
+/// `allocateResourcesForTasks` (§6.2.3) for a job's default sub-job, which runs in
+/// `allocated` so far.
 fn allocate_resources_for_tasks(
     ssn: &mut Session,
     job: JobId,
     queue: QueueId,
     tasks: &mut PriorityQueue<TaskId>,
     search: Search<'_>,
+    mut allocated: Option<HyperNodeId>,
 ) -> Option<Statement> {
     let nodes = search.nodes;
     if nodes.is_empty() {
         return None;
     }
+    let with_topology = ssn.state.job(job).topology.is_some();
+    let hyper_node_name = search
+        .hyper_node
+        .map(|h| ssn.state.topology().name(h).to_string());
     let mut stmt = Statement::new();
     let mut helper = PredicateHelper::new(search.cache_enabled);
     while let Some(task) = tasks.pop(|a, b| ssn.task_order(a, b)) {
@@ -164,15 +196,10 @@ fn allocate_resources_for_tasks(
         if let Err(e) = ssn.pre_predicate(task) {
             let mut fe = FitErrors::default();
             fe.add_nodes(&FitError::error(e, "prePredicate"), nodes.iter().copied());
-            ssn.state.record_task_fit_errors(job, task, fe);
-            if ssn
-                .state
-                .job(job)
-                .need_continue_allocating(ssn.state.tasks())
-            {
-                continue;
+            if !record_and_go_on(ssn, job, task, fe) {
+                break;
             }
-            break;
+            continue;
         }
 
         // After PrePredicate, as the plugins' answer may rest on what it found.
@@ -215,15 +242,12 @@ fn allocate_resources_for_tasks(
                 memo.as_deref_mut(),
             );
             if found.is_empty() {
-                ssn.state.record_task_fit_errors(job, task, fit_errors);
-                if ssn
-                    .state
-                    .job(job)
-                    .need_continue_allocating(ssn.state.tasks())
-                {
-                    continue;
+                let mut fit_errors = fit_errors;
+                fit_errors.hyper_node = hyper_node_name.clone();
+                if !record_and_go_on(ssn, job, task, fit_errors) {
+                    break;
                 }
-                break;
+                continue;
             }
             feasible = found;
         }
@@ -237,10 +261,19 @@ fn allocate_resources_for_tasks(
                     .class(ssn.state.task(task).spec.sched_class(), nodes.len()),
             );
         }
+        if with_topology {
+            ssn.state.set_task_job_hyper_node(task, allocated);
+        }
         let Some(best) = choose_node(ssn, task, &feasible, memo) else {
             continue;
         };
         place(ssn, &mut stmt, task, best);
+        if with_topology {
+            let topology = ssn.state.topology();
+            if let Some(h) = topology.lowest_of_node(best) {
+                allocated = topology.lca(Some(h), allocated);
+            }
+        }
         if ssn.job_ready(job) {
             break;
         }
@@ -250,6 +283,15 @@ fn allocate_resources_for_tasks(
     }
     ssn.discard(stmt);
     None
+}
+
+/// Records why the task fits nowhere, and tells whether the job's other tasks are still worth
+/// trying (`NeedContinueAllocating`).
+fn record_and_go_on(ssn: &mut Session, job: JobId, task: TaskId, fit_errors: FitErrors) -> bool {
+    ssn.state.record_task_fit_errors(job, task, fit_errors);
+    ssn.state
+        .job(job)
+        .need_continue_allocating(ssn.state.tasks())
 }
 
 /// `allocateResourcesForTask` (§6.2.4): allocate onto idle resources, else pipeline onto
