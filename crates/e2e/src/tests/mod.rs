@@ -11,6 +11,7 @@ pub mod fencing;
 pub mod gang_evict;
 pub mod killloop;
 pub mod leader;
+pub mod network_topology;
 pub mod nodegroup;
 pub mod operator;
 pub mod owners;
