@@ -60,7 +60,10 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("volumes", tests::volumes::volumes),
     ("owned-pods", tests::owners::owned_pods),
     ("volcano-job", tests::volcano_job::volcano_job),
-    ("network-topology", tests::network_topology::network_topology),
+    (
+        "network-topology",
+        tests::network_topology::network_topology,
+    ),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

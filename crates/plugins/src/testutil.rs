@@ -84,6 +84,13 @@ impl TestCluster {
         self
     }
 
+    /// A `topology.volcano.sh/v1alpha1` HyperNode written as JSON.
+    pub fn hyper_node(&mut self, hn: Value) -> &mut Self {
+        self.state
+            .upsert_hyper_node(serde_json::from_value(hn).expect("valid hypernode"));
+        self
+    }
+
     pub fn priority_class(&mut self, name: &str, value: i32) -> &mut Self {
         let pc = json!({"metadata": {"name": name}, "value": value});
         self.state

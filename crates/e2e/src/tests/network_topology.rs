@@ -65,21 +65,25 @@ async fn run(env: Env) -> anyhow::Result<()> {
     // 1. Tier 1 only: no rack has four nodes.
     gang(&ctx, &queue, "wide", 4, tier(1)).await?;
     let condition = ctx
-        .wait_for("the PodGroup's Unschedulable condition naming tier 1", WAIT, || async {
-            let pg = ctx
-                .pod_groups_api()
-                .get("wide")
-                .await
-                .map_err(|e| e.to_string())?;
-            let conditions = pg.status.map(|s| s.conditions).unwrap_or_default();
-            conditions
-                .into_iter()
-                .find(|c| {
-                    c.type_ == "Unschedulable"
-                        && c.message.contains("no HyperNode of tier 1 or below")
-                })
-                .ok_or_else(|| "no such condition yet".to_string())
-        })
+        .wait_for(
+            "the PodGroup's Unschedulable condition naming tier 1",
+            WAIT,
+            || async {
+                let pg = ctx
+                    .pod_groups_api()
+                    .get("wide")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let conditions = pg.status.map(|s| s.conditions).unwrap_or_default();
+                conditions
+                    .into_iter()
+                    .find(|c| {
+                        c.type_ == "Unschedulable"
+                            && c.message.contains("no HyperNode of tier 1 or below")
+                    })
+                    .ok_or_else(|| "no such condition yet".to_string())
+            },
+        )
         .await?;
     let message = condition.message.clone();
     ensure!(
@@ -220,20 +224,24 @@ async fn wait_bound(
     size: usize,
 ) -> anyhow::Result<BTreeMap<String, String>> {
     let prefix = format!("{name}-");
-    ctx.wait_for(&format!("the {size} pods of {name} bound"), WAIT, || async {
-        let bound: BTreeMap<String, String> = ctx
-            .bound_pods()
-            .await
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .filter(|(p, _)| p.starts_with(&prefix))
-            .collect();
-        if bound.len() == size {
-            Ok(bound)
-        } else {
-            Err(format!("bound so far: {bound:?}"))
-        }
-    })
+    ctx.wait_for(
+        &format!("the {size} pods of {name} bound"),
+        WAIT,
+        || async {
+            let bound: BTreeMap<String, String> = ctx
+                .bound_pods()
+                .await
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .filter(|(p, _)| p.starts_with(&prefix))
+                .collect();
+            if bound.len() == size {
+                Ok(bound)
+            } else {
+                Err(format!("bound so far: {bound:?}"))
+            }
+        },
+    )
     .await
 }
 

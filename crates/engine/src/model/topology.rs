@@ -92,11 +92,16 @@ pub struct SessionTopology {
 impl SessionTopology {
     /// The tree over the session's nodes (`node_names[i]` is node `i`), plus the root.
     pub fn build(tree: &HyperNodeTree, node_names: &[&str]) -> SessionTopology {
-        let index_of: FxHashMap<&str, NodeId> = node_names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (*n, NodeId::from_index(i)))
-            .collect();
+        // Without HyperNodes (most clusters) no node needs looking up by name.
+        let index_of: FxHashMap<&str, NodeId> = if tree.hyper_nodes().next().is_none() {
+            FxHashMap::default()
+        } else {
+            node_names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (*n, NodeId::from_index(i)))
+                .collect()
+        };
         let mut topo = SessionTopology {
             ready: tree.is_ready(),
             ..SessionTopology::default()
@@ -161,6 +166,10 @@ impl SessionTopology {
                 .push(HyperNodeId(i as u32));
         }
         topo.tiers = topo.by_tier.keys().copied().collect();
+        if topo.entries.len() == 1 {
+            // The root alone: it is every node's lowest HyperNode (`lowest_of_node`).
+            return topo;
+        }
         topo.lowest_of_node = vec![None; node_names.len()];
         // Highest tier first, so that the lowest tier holding a node writes last.
         for ids in topo.by_tier.values().rev() {
@@ -241,6 +250,9 @@ impl SessionTopology {
 
     /// The HyperNode of the lowest tier holding `node` (the root when no other does).
     pub fn lowest_of_node(&self, node: NodeId) -> Option<HyperNodeId> {
+        if self.entries.len() == 1 {
+            return (node.index() < self.entries[0].nodes.len()).then(|| self.root());
+        }
         self.lowest_of_node.get(node.index()).copied().flatten()
     }
 

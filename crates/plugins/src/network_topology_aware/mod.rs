@@ -182,6 +182,10 @@ impl NetworkTopologyAware {
     /// `reverseAndCapEvictionGradients`: widest tiers first, at most the configured number of
     /// HyperNodes, cutting a tier from its end.
     fn reverse_and_cap(&self, gradients: Vec<Vec<HyperNodeId>>) -> Vec<Vec<HyperNodeId>> {
+        // No cap (only a plugin built without reading its arguments has none) leaves them be.
+        if self.config.max_hyper_nodes_for_eviction == 0 {
+            return gradients;
+        }
         let mut remaining = self.config.max_hyper_nodes_for_eviction;
         let mut out = Vec::new();
         for gradient in gradients.into_iter().rev() {
