@@ -15,20 +15,18 @@
 //! `volcano_unschedule_job_count`) are reported through `SessionState::job_metrics` and
 //! `Decisions::unschedulable_jobs`; the daemon exports them.
 //!
-//! Not wired yet: `SubJobOrderFn`, `SubJobReadyFn`, `SubJobPipelinedFn` and `UnifiedEvictableFn`
-//! (§1.2), because the engine has no sub-job or gang-aware eviction extension points. The
-//! job-level sub-group checks are done here from the PodGroup's `subGroupPolicy`.
+//! * `SubJobReady` / `SubJobPipelined`: a sub-job (`subGroupPolicy`) has its `subGroupSize`
+//!   ready (or ready and pipelined) tasks; `SubJobOrder`: not-ready sub-jobs first. The
+//!   sub-jobs are the session's (`engine::model::sub_job`).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use apis::{PodGroup, SubGroupPolicySpec, condition_reason, condition_status, condition_type};
+use apis::{condition_reason, condition_status, condition_type};
 use engine::conf::Arguments;
 use engine::framework::{ExtensionPoints, PERMIT, Plugin, REJECT, SessionState, ValidateResult};
 use engine::model::job::JobCondition;
-use engine::model::{JobId, JobInfo, TaskId, TaskInfo, TaskStatus};
-
-use crate::k8s::labels::{pod_labels, selector_matches};
+use engine::model::{JobId, SubJobId, TaskId, TaskStatus};
 
 /// Registered plugin name.
 pub const NAME: &str = "gang";
@@ -38,14 +36,11 @@ const SCHEDULED_REASON: &str = "tasks in gang are ready to be scheduled";
 
 /// Builds the plugin; gang reads no arguments (§1.1).
 pub fn new(_args: &Arguments) -> Box<dyn Plugin> {
-    Box::new(GangPlugin::default())
+    Box::new(GangPlugin)
 }
 
 #[derive(Default)]
-struct GangPlugin {
-    /// Sub-groups of the jobs whose PodGroup has a `subGroupPolicy`; other jobs have none.
-    sub_groups: HashMap<JobId, SubGroups>,
-}
+struct GangPlugin;
 
 impl Plugin for GangPlugin {
     fn name(&self) -> &'static str {
@@ -61,6 +56,33 @@ impl Plugin for GangPlugin {
             | ExtensionPoints::JOB_PIPELINED
             | ExtensionPoints::JOB_STARVING
             | ExtensionPoints::UNIFIED_EVICTABLE
+            | ExtensionPoints::SUB_JOB_READY
+            | ExtensionPoints::SUB_JOB_PIPELINED
+            | ExtensionPoints::SUB_JOB_ORDER
+    }
+
+    /// §1.3 SubJobReady.
+    fn sub_job_ready(&self, ssn: &SessionState, job: JobId, sub_job: SubJobId) -> bool {
+        sub_job_counts_as(ssn, job, sub_job, false)
+    }
+
+    /// §1.3 SubJobPipelined.
+    fn sub_job_pipelined(&self, ssn: &SessionState, job: JobId, sub_job: SubJobId) -> i32 {
+        if sub_job_counts_as(ssn, job, sub_job, true) {
+            PERMIT
+        } else {
+            REJECT
+        }
+    }
+
+    /// §1.3 SubJobOrder: not-ready sub-jobs first.
+    fn sub_job_order(&self, ssn: &SessionState, job: JobId, l: SubJobId, r: SubJobId) -> Ordering {
+        let ready = |sj| sub_job_counts_as(ssn, job, sj, false);
+        match (ready(l), ready(r)) {
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => Ordering::Equal,
+        }
     }
 
     /// The gang actions' bundles already keep gangs whole or leave them broken knowingly:
@@ -74,22 +96,6 @@ impl Plugin for GangPlugin {
         (candidates.to_vec(), engine::framework::PERMIT)
     }
 
-    fn on_session_open(&mut self, ssn: &mut SessionState) {
-        for job in ssn.job_ids() {
-            let j = ssn.job(job);
-            // The flag spares a PodGroup lookup for every job of every session.
-            if j.spec.implicit || !j.spec.has_sub_group_policy {
-                continue;
-            }
-            if let Some(pg) = ssn.snapshot().pod_group(&j.spec.uid)
-                && !pg.spec.sub_group_policy.is_empty()
-            {
-                self.sub_groups
-                    .insert(job, SubGroups::build(pg, j, ssn.tasks()));
-            }
-        }
-    }
-
     /// §1.3 JobValid.
     fn job_valid(&self, ssn: &SessionState, job: JobId) -> Option<ValidateResult> {
         let j = ssn.job(job);
@@ -99,7 +105,7 @@ impl Plugin for GangPlugin {
                 message: "Not enough valid pods of each task for gang-scheduling".to_string(),
             });
         }
-        if self.sub_groups.get(&job).is_some_and(|g| !g.valid()) {
+        if !j.check_sub_job_valid() {
             return Some(ValidateResult {
                 reason: condition_reason::NOT_ENOUGH_PODS_OF_TASK.to_string(),
                 message: "Not enough valid subGroups of each task for gang-scheduling".to_string(),
@@ -150,22 +156,14 @@ impl Plugin for GangPlugin {
     /// §1.3 JobReady.
     fn job_ready(&self, ssn: &SessionState, job: JobId) -> bool {
         let j = ssn.job(job);
-        j.check_task_ready(ssn.tasks())
-            && self
-                .sub_groups
-                .get(&job)
-                .is_none_or(|g| g.enough(|s| s.is_ready(ssn.tasks())))
-            && j.is_ready()
+        j.check_task_ready(ssn.tasks()) && j.check_sub_job_ready(ssn.tasks()) && j.is_ready()
     }
 
     /// §1.3 JobPipelined.
     fn job_pipelined(&self, ssn: &SessionState, job: JobId) -> i32 {
         let j = ssn.job(job);
         let pipelined = j.check_task_pipelined(ssn.tasks())
-            && self
-                .sub_groups
-                .get(&job)
-                .is_none_or(|g| g.enough(|s| s.is_pipelined(ssn.tasks())))
+            && j.check_sub_job_pipelined(ssn.tasks())
             && j.is_pipelined();
         if pipelined { PERMIT } else { REJECT }
     }
@@ -285,138 +283,15 @@ fn releasing_tasks_fill_the_gang(ssn: &SessionState, job: JobId) -> bool {
     j.scheduled_task_num() + i32::try_from(releasing).unwrap_or(i32::MAX) >= j.spec.min_available
 }
 
-/// The sub-groups of one job (framework.md §5.5.7): a task belongs to the first policy whose
-/// `labelSelector` matches it and for which it has a non-empty value for every `matchLabelKeys`
-/// key; tasks with equal values form one sub-group. A policy without `matchLabelKeys` never
-/// forms sub-groups. Tasks matched by no policy are in the job's default sub-group, which no
-/// policy minimum counts, so it is not kept here.
-struct SubGroups {
-    /// Policy name → `minSubGroups` (0 when unset); for a repeated name the last policy wins.
-    min_per_policy: BTreeMap<String, i32>,
-    groups: Vec<SubGroup>,
-}
-
-struct SubGroup {
-    policy: String,
-    /// `subGroupSize` of the policy that created the sub-group (1 when unset).
-    min_available: i32,
-    tasks: Vec<TaskId>,
-}
-
-impl SubGroups {
-    fn build(pg: &PodGroup, job: &JobInfo, tasks: &[TaskInfo]) -> SubGroups {
-        let policies = &pg.spec.sub_group_policy;
-        let mut groups: Vec<SubGroup> = Vec::new();
-        // Volcano identifies a sub-group by "<policy>-<values joined by '-'>".
-        let mut by_id: HashMap<String, usize> = HashMap::new();
-        for &t in &job.tasks {
-            let matched = policies
-                .iter()
-                .find_map(|p| match_values(p, &tasks[t.index()]).map(|values| (p, values)));
-            let Some((policy, values)) = matched else {
-                continue;
-            };
-            let id = format!("{}-{}", policy.name, values.join("-"));
-            let index = *by_id.entry(id).or_insert_with(|| {
-                groups.push(SubGroup {
-                    policy: policy.name.clone(),
-                    min_available: policy.sub_group_size.unwrap_or(1),
-                    tasks: Vec::new(),
-                });
-                groups.len() - 1
-            });
-            groups[index].tasks.push(t);
-        }
-        let min_per_policy = policies
-            .iter()
-            .map(|p| (p.name.clone(), p.min_sub_groups.unwrap_or(0)))
-            .collect();
-        SubGroups {
-            min_per_policy,
-            groups,
-        }
+/// Whether a sub-job passes `pred` (the whole job of a job without policies: its own check).
+fn sub_job_counts_as(ssn: &SessionState, job: JobId, sub_job: SubJobId, pipelined: bool) -> bool {
+    let j = ssn.job(job);
+    match (j.sub_job(sub_job), pipelined) {
+        (Some(s), false) => s.is_ready(ssn.tasks()),
+        (Some(s), true) => s.is_pipelined(ssn.tasks()),
+        (None, false) => j.is_ready(),
+        (None, true) => j.is_pipelined(),
     }
-
-    /// Number of sub-groups of `policy` accepted by `pred`.
-    fn count(&self, policy: &str, pred: impl Fn(&SubGroup) -> bool) -> i32 {
-        let n = self
-            .groups
-            .iter()
-            .filter(|g| g.policy == policy && pred(g))
-            .count();
-        i32::try_from(n).unwrap_or(i32::MAX)
-    }
-
-    /// `CheckSubJobValid`: every policy has at least `minSubGroups` sub-groups.
-    fn valid(&self) -> bool {
-        self.min_per_policy
-            .iter()
-            .all(|(policy, &min)| self.count(policy, |_| true) >= min)
-    }
-
-    /// `checkSubJobCondition`: every policy with a non-zero minimum has that many sub-groups
-    /// accepted by `pred`.
-    fn enough(&self, pred: impl Fn(&SubGroup) -> bool) -> bool {
-        self.min_per_policy
-            .iter()
-            .filter(|(_, min)| **min != 0)
-            .all(|(policy, &min)| self.count(policy, &pred) >= min)
-    }
-}
-
-impl SubGroup {
-    /// (ready, pipelined, pending best-effort) task counts, as the job-level counters.
-    fn counts(&self, tasks: &[TaskInfo]) -> (i32, i32, i32) {
-        let (mut ready, mut waiting, mut best_effort) = (0, 0, 0);
-        for &t in &self.tasks {
-            let task = &tasks[t.index()];
-            match task.status {
-                TaskStatus::Bound
-                | TaskStatus::Binding
-                | TaskStatus::Running
-                | TaskStatus::Allocated
-                | TaskStatus::Succeeded => ready += 1,
-                TaskStatus::Pipelined => waiting += 1,
-                TaskStatus::Pending if task.spec.best_effort => best_effort += 1,
-                _ => {}
-            }
-        }
-        (ready, waiting, best_effort)
-    }
-
-    fn is_ready(&self, tasks: &[TaskInfo]) -> bool {
-        let (ready, _, best_effort) = self.counts(tasks);
-        ready + best_effort >= self.min_available
-    }
-
-    fn is_pipelined(&self, tasks: &[TaskInfo]) -> bool {
-        let (ready, waiting, best_effort) = self.counts(tasks);
-        ready + waiting + best_effort >= self.min_available
-    }
-}
-
-/// `getSubJobMatchValues`: the task's values for the policy's `matchLabelKeys`, or `None` when
-/// the policy does not take the task.
-fn match_values<'a>(policy: &SubGroupPolicySpec, task: &'a TaskInfo) -> Option<Vec<&'a str>> {
-    let labels = pod_labels(&task.spec.pod);
-    if let Some(selector) = &policy.label_selector
-        && !selector_matches(selector, labels)
-    {
-        return None;
-    }
-    if policy.match_label_keys.is_empty() {
-        return None;
-    }
-    policy
-        .match_label_keys
-        .iter()
-        .map(|key| {
-            labels
-                .get(key)
-                .map(String::as_str)
-                .filter(|v| !v.is_empty())
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! dispatch of the HyperNode extension points.
 
 use crate::conf::Gate;
-use crate::model::{HyperNodeId, JobId, NodeId, Resource, SessionTopology, TaskId};
+use crate::model::{HyperNodeId, JobId, NodeId, Resource, SessionTopology, SubJobId, TaskId};
 
 use super::plugin::ExtensionPoints as EP;
 use super::session::Session;
@@ -23,28 +23,68 @@ impl SessionState {
         let names: Vec<&str> = self.nodes.iter().map(|n| n.name()).collect();
         self.topology = SessionTopology::build(&tree, &names);
         for j in 0..self.jobs.len() {
-            let Some(spec) = self.jobs[j].spec.network_topology.clone() else {
+            let spec = self.jobs[j].spec.clone();
+            if spec.network_topology.is_none() && spec.sub_group_policy.is_empty() {
                 continue;
-            };
-            let constraint = self.topology.constraint_of(&spec);
-            if let Some(name) = &constraint.untranslated_tier_name {
-                tracing::warn!(job = %self.jobs[j].spec.uid, tier_name = %name,
-                    "highestTierName names no HyperNode tier; the constraint is left as written");
             }
-            self.jobs[j].topology = Some(constraint);
-            if self.topology.is_ready() {
-                let recovered = self.recover_allocated_hyper_node(j);
-                self.jobs[j].allocated_hyper_node = recovered;
-                self.jobs[j].sub_job_allocated_hyper_node = recovered;
+            if let Some(written) = &spec.network_topology {
+                let constraint = self.topology.constraint_of(written);
+                warn_untranslated(&spec.uid, &constraint);
+                self.jobs[j].topology = Some(constraint);
+            }
+            if !spec.sub_group_policy.is_empty() {
+                let mut sub_jobs = crate::model::sub_job::build(
+                    &spec.uid,
+                    &spec.sub_group_policy,
+                    self.jobs[j].topology.as_ref(),
+                    &self.jobs[j].tasks,
+                    &self.tasks,
+                );
+                for sj in &mut sub_jobs {
+                    let written = sj
+                        .policy
+                        .and_then(|i| spec.sub_group_policy[i].network_topology.as_ref());
+                    if let Some(written) = written {
+                        let c = self
+                            .topology
+                            .constraint_of_sub_job(written, self.jobs[j].topology.as_ref());
+                        warn_untranslated(&sj.uid, &c);
+                        sj.topology = Some(c);
+                    }
+                }
+                self.jobs[j].sub_jobs = sub_jobs;
+            }
+            if self.topology.is_ready() && self.jobs[j].contains_network_topology() {
+                self.recover_allocated_hyper_nodes(j);
             }
         }
     }
 
-    /// The HyperNode of the lowest tier holding every node the job's allocated tasks are on
-    /// (`recoverAllocatedHyperNode`); `None` when no task is placed.
-    fn recover_allocated_hyper_node(&self, job: usize) -> Option<HyperNodeId> {
+    /// `recoverAllocatedHyperNode`: each sub-job with a constraint runs in the lowest
+    /// HyperNode holding its allocated tasks' nodes; the job in the lowest common ancestor of
+    /// its sub-jobs'.
+    fn recover_allocated_hyper_nodes(&mut self, job: usize) {
+        let ids = self.jobs[job].sub_job_ids();
+        let mut job_hn = None;
+        for sj in ids {
+            let j = &self.jobs[job];
+            if j.sub_job_topology(sj).is_none() {
+                continue;
+            }
+            let hn = self.lowest_holding(j.sub_job_tasks(sj));
+            self.jobs[job].set_sub_job_allocated_hyper_node(sj, hn);
+            if hn.is_some() {
+                job_hn = self.topology.lca(job_hn, hn);
+            }
+        }
+        self.jobs[job].allocated_hyper_node = job_hn;
+    }
+
+    /// The HyperNode of the lowest tier holding every node these tasks are allocated on;
+    /// `None` when none is placed.
+    fn lowest_holding(&self, task_ids: &[TaskId]) -> Option<HyperNodeId> {
         let mut candidates: Option<Vec<HyperNodeId>> = None;
-        for &t in &self.jobs[job].tasks {
+        for &t in task_ids {
             let task = &self.tasks[t.index()];
             if !task.status.is_allocated() {
                 continue;
@@ -88,16 +128,19 @@ impl SessionState {
         }
     }
 
-    /// Records where the job (and its default sub-job) now run.
-    pub fn set_job_allocated_hyper_node(
+    /// Records where the job now runs.
+    pub fn set_job_allocated_hyper_node(&mut self, job: JobId, hn: Option<HyperNodeId>) {
+        self.jobs[job.index()].allocated_hyper_node = hn;
+    }
+
+    /// Records where a sub-job now runs.
+    pub fn set_sub_job_allocated_hyper_node(
         &mut self,
         job: JobId,
-        job_hn: Option<HyperNodeId>,
-        sub_job_hn: Option<HyperNodeId>,
+        sj: SubJobId,
+        hn: Option<HyperNodeId>,
     ) {
-        let j = &mut self.jobs[job.index()];
-        j.allocated_hyper_node = job_hn;
-        j.sub_job_allocated_hyper_node = sub_job_hn;
+        self.jobs[job.index()].set_sub_job_allocated_hyper_node(sj, hn);
     }
 
     /// Forgets the fit errors of the job's tasks and the job (`ResetFitErr`).
@@ -107,10 +150,24 @@ impl SessionState {
         j.job_fit_errors.clear();
     }
 
-    /// Σ of the initial requests of the job's pending tasks (`SubJobInfo.GetMinResources`).
-    pub fn pending_min_resources(&self, job: JobId) -> Resource {
+    /// Forgets the fit errors of one sub-job's tasks (`ResetSubJobFitErr`).
+    pub fn reset_sub_job_fit_errors(&mut self, job: JobId, sj: SubJobId) {
+        if sj == SubJobId::WHOLE_JOB {
+            self.jobs[job.index()].nodes_fit_errors.clear();
+            return;
+        }
+        let j = &mut self.jobs[job.index()];
+        if let Some(s) = j.sub_jobs.get(sj.index()) {
+            for t in &s.tasks {
+                j.nodes_fit_errors.remove(t);
+            }
+        }
+    }
+
+    /// Σ of the initial requests of the sub-job's pending tasks (`SubJobInfo.GetMinResources`).
+    pub fn pending_min_resources(&self, job: JobId, sj: SubJobId) -> Resource {
         let mut total = Resource::empty();
-        for &t in &self.jobs[job.index()].tasks {
+        for &t in self.jobs[job.index()].sub_job_tasks(sj) {
             let task = &self.tasks[t.index()];
             if task.status == crate::model::TaskStatus::Pending {
                 total.add(&task.spec.resreq);
@@ -119,14 +176,22 @@ impl SessionState {
         total
     }
 
-    /// How many of the job's tasks are on nodes under `hn` (`FindJobTaskNumOfHyperNode`).
-    pub fn job_task_count_in(&self, job: JobId, hn: HyperNodeId) -> usize {
+    /// How many of the sub-job's tasks are on nodes under `hn` (`FindJobTaskNumOfHyperNode`).
+    pub fn sub_job_task_count_in(&self, job: JobId, sj: SubJobId, hn: HyperNodeId) -> usize {
         self.jobs[job.index()]
-            .tasks
+            .sub_job_tasks(sj)
             .iter()
             .filter_map(|t| self.tasks[t.index()].node)
             .filter(|&n: &NodeId| self.topology.contains(hn, n))
             .count()
+    }
+}
+
+/// A tier name that names no tier is left as written (Volcano warns too).
+fn warn_untranslated(owner: &str, c: &crate::model::TopologyConstraint) {
+    if let Some(name) = &c.untranslated_tier_name {
+        tracing::warn!(owner, tier_name = %name,
+            "highestTierName names no HyperNode tier; the constraint is left as written");
     }
 }
 
@@ -147,7 +212,12 @@ impl Session {
 
     /// `HyperNodeOrderMapFn`: each candidate's scores summed over the plugins, aligned with
     /// `candidates` (a plugin's missing answer counts 0).
-    pub fn hyper_node_order(&self, job: JobId, candidates: &[HyperNodeId]) -> Vec<f64> {
+    pub fn hyper_node_order(
+        &self,
+        job: JobId,
+        sub_job: SubJobId,
+        candidates: &[HyperNodeId],
+    ) -> Vec<f64> {
         let mut total = vec![0.0; candidates.len()];
         for s in self.slots.iter() {
             if !s.option.is_enabled(Gate::HyperNodeOrder)
@@ -155,11 +225,76 @@ impl Session {
             {
                 continue;
             }
-            let scores = self.instances[s.instance].hyper_node_order(&self.state, job, candidates);
+            let scores =
+                self.instances[s.instance].hyper_node_order(&self.state, job, sub_job, candidates);
             for (t, v) in total.iter_mut().zip(scores) {
                 *t += v;
             }
         }
         total
+    }
+}
+
+impl Session {
+    /// `SubJobReady`: the job's readiness for a job without policies; else every plugin that
+    /// registered it must agree.
+    pub fn sub_job_ready(&self, job: JobId, sj: SubJobId) -> bool {
+        if !self.state.job(job).has_sub_job_policy() {
+            return self.job_ready(job);
+        }
+        self.slots
+            .iter()
+            .filter(|s| {
+                s.option.is_enabled(Gate::SubJobReady)
+                    && self.points[s.instance].contains(EP::SUB_JOB_READY)
+            })
+            .all(|s| self.instances[s.instance].sub_job_ready(&self.state, job, sj))
+    }
+
+    /// `SubJobPipelined`: the job's for a job without policies; else a tier-by-tier vote in
+    /// which a permit ends the count and a reject refuses.
+    pub fn sub_job_pipelined(&self, job: JobId, sj: SubJobId) -> bool {
+        if !self.state.job(job).has_sub_job_policy() {
+            return self.job_pipelined(job);
+        }
+        for tier in 0..self.tier_count {
+            let mut permitted = false;
+            for s in self.slots.iter().filter(|s| {
+                s.tier == tier
+                    && s.option.is_enabled(Gate::SubJobPipelined)
+                    && self.points[s.instance].contains(EP::SUB_JOB_PIPELINED)
+            }) {
+                let vote = self.instances[s.instance].sub_job_pipelined(&self.state, job, sj);
+                if vote < 0 {
+                    return false;
+                }
+                permitted |= vote > 0;
+            }
+            if permitted {
+                return true;
+            }
+        }
+        true
+    }
+
+    /// `SubJobOrderFn`: the first plugin with an opinion, else the match index, then the uid.
+    pub fn sub_job_order(&self, job: JobId, l: SubJobId, r: SubJobId) -> bool {
+        for s in self.slots.iter().filter(|s| {
+            s.option.is_enabled(Gate::SubJobOrder)
+                && self.points[s.instance].contains(EP::SUB_JOB_ORDER)
+        }) {
+            match self.instances[s.instance].sub_job_order(&self.state, job, l, r) {
+                std::cmp::Ordering::Less => return true,
+                std::cmp::Ordering::Greater => return false,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        let j = self.state.job(job);
+        let key = |sj: SubJobId| {
+            j.sub_job(sj).map_or((0, j.spec.uid.as_str()), |s| {
+                (s.match_index, s.uid.as_str())
+            })
+        };
+        key(l) < key(r)
     }
 }

@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 
 use crate::conf::Arguments;
 use crate::model::topology::GradientQuery;
-use crate::model::{FitError, HyperNodeId, JobId, NodeId, QueueId, TaskId};
+use crate::model::{FitError, HyperNodeId, JobId, NodeId, QueueId, SubJobId, TaskId};
 
 use super::session_state::SessionState;
 
@@ -51,6 +51,10 @@ impl ExtensionPoints {
     pub const HYPER_NODE_ORDER: Self = Self(1 << 24);
     /// `HyperNodeGradientForJobFn` / `ForSubJobFn`: the HyperNodes to try, by tier.
     pub const HYPER_NODE_GRADIENT: Self = Self(1 << 25);
+    /// `SubJobReadyFn`, `SubJobPipelinedFn`, `SubJobOrderFn`.
+    pub const SUB_JOB_READY: Self = Self(1 << 26);
+    pub const SUB_JOB_PIPELINED: Self = Self(1 << 27);
+    pub const SUB_JOB_ORDER: Self = Self(1 << 28);
 
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
@@ -221,10 +225,32 @@ pub trait Plugin: Send + Sync {
         &self,
         _ssn: &SessionState,
         _job: JobId,
+        _sub_job: SubJobId,
         _candidates: &[HyperNodeId],
     ) -> Vec<f64> {
         default_ran(ExtensionPoints::HYPER_NODE_ORDER);
         Vec::new()
+    }
+    /// `SubJobReadyFn`: whether the sub-job has its minimum.
+    fn sub_job_ready(&self, _ssn: &SessionState, _job: JobId, _sub_job: SubJobId) -> bool {
+        default_ran(ExtensionPoints::SUB_JOB_READY);
+        true
+    }
+    /// `SubJobPipelinedFn`: a vote, as `job_pipelined`.
+    fn sub_job_pipelined(&self, _ssn: &SessionState, _job: JobId, _sub_job: SubJobId) -> i32 {
+        default_ran(ExtensionPoints::SUB_JOB_PIPELINED);
+        ABSTAIN
+    }
+    /// `SubJobOrderFn`: `Less` means `l` is placed first.
+    fn sub_job_order(
+        &self,
+        _ssn: &SessionState,
+        _job: JobId,
+        _l: SubJobId,
+        _r: SubJobId,
+    ) -> Ordering {
+        default_ran(ExtensionPoints::SUB_JOB_ORDER);
+        Ordering::Equal
     }
     /// `HyperNodeGradientForJobFn`: the HyperNodes under the query's start to try for the
     /// job, grouped by tier in the order to try them. An empty answer means nowhere.

@@ -109,6 +109,9 @@ pub struct JobInfo {
     /// only within a session, when the job's and the sub-job's searches settle on different
     /// tiers.
     pub sub_job_allocated_hyper_node: Option<super::HyperNodeId>,
+    /// The sub-jobs of a job with sub-group policies; empty otherwise (the job is then its own
+    /// one sub-job, [`super::SubJobId::WHOLE_JOB`]).
+    pub sub_jobs: Vec<super::SubJob>,
 }
 
 impl JobInfo {
@@ -142,6 +145,7 @@ impl JobInfo {
             topology: None,
             allocated_hyper_node: None,
             sub_job_allocated_hyper_node: None,
+            sub_jobs: Vec::new(),
         }
     }
 

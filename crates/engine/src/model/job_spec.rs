@@ -40,8 +40,10 @@ pub struct JobSpec {
     pub preemptable_stated: bool,
     pub revocable_zone: String,
     pub annotations: BTreeMap<String, String>,
-    /// The PodGroup sets `spec.subGroupPolicy` (gang reads the policies from the PodGroup).
+    /// The PodGroup sets `spec.subGroupPolicy`.
     pub has_sub_group_policy: bool,
+    /// `spec.subGroupPolicy`, which forms the job's sub-jobs ([`super::sub_job`]).
+    pub sub_group_policy: Vec<apis::SubGroupPolicySpec>,
     /// `spec.networkTopology` as written; the session normalises it
     /// ([`JobInfo::topology`](super::JobInfo::topology)).
     pub network_topology: Option<apis::NetworkTopologySpec>,
@@ -87,6 +89,7 @@ impl JobSpec {
         );
         job.pg_uid = pg.metadata.uid.clone().unwrap_or_default();
         job.has_sub_group_policy = !pg.spec.sub_group_policy.is_empty();
+        job.sub_group_policy = pg.spec.sub_group_policy.clone();
         job.network_topology = pg.spec.network_topology.clone();
         job.task_min_available = pg.spec.min_task_member.clone();
         job.task_min_available_total = pg.spec.min_task_member.values().sum();

@@ -13,6 +13,7 @@ pub mod queue;
 pub mod resource;
 pub mod sched_class;
 pub mod status;
+pub mod sub_job;
 pub mod task;
 pub mod topology;
 
@@ -25,5 +26,6 @@ pub use queue::QueueInfo;
 pub use resource::{DimensionDefault, Resource, ResourceName};
 pub use sched_class::SchedClass;
 pub use status::TaskStatus;
+pub use sub_job::{SubJob, SubJobId};
 pub use task::{TaskInfo, TaskSpec};
 pub use topology::{HyperNodeId, SessionTopology, TopologyConstraint};

@@ -38,6 +38,9 @@ pub enum SearchPurpose {
 #[derive(Clone, Copy, Debug)]
 pub struct GradientQuery<'a> {
     pub job: super::JobId,
+    /// The highest tier the job's (or sub-job's) hard constraint allows; `None`: no hard
+    /// constraint, so the start HyperNode alone.
+    pub hard_tier: Option<i64>,
     pub start: HyperNodeId,
     pub allocated: Option<HyperNodeId>,
     pub min_resource: &'a Resource,
@@ -291,6 +294,24 @@ impl SessionTopology {
     /// Normalises a PodGroup's constraint (§2.5 item 6): a tier name becomes its tier, and
     /// soft mode becomes hard mode up to the root's tier.
     pub fn constraint_of(&self, spec: &apis::NetworkTopologySpec) -> TopologyConstraint {
+        let root_tier = i64::from(self.tier(self.root()));
+        self.normalise(spec, root_tier)
+    }
+
+    /// A sub-group policy's constraint: as [`Self::constraint_of`], except that soft mode
+    /// becomes hard up to the job's highest allowed tier (once normalised), or the root's.
+    pub fn constraint_of_sub_job(
+        &self,
+        spec: &apis::NetworkTopologySpec,
+        job: Option<&TopologyConstraint>,
+    ) -> TopologyConstraint {
+        let cap = job
+            .and_then(|j| j.highest_tier_allowed)
+            .unwrap_or_else(|| i64::from(self.tier(self.root())));
+        self.normalise(spec, cap)
+    }
+
+    fn normalise(&self, spec: &apis::NetworkTopologySpec, soft_cap: i64) -> TopologyConstraint {
         let mut c = TopologyConstraint {
             mode: spec.mode.clone(),
             highest_tier_allowed: spec.highest_tier_allowed,
@@ -304,7 +325,7 @@ impl SessionTopology {
         }
         if c.mode == apis::network_topology_mode::SOFT && !self.entries.is_empty() {
             c.mode = apis::network_topology_mode::HARD.to_string();
-            c.highest_tier_allowed = Some(i64::from(self.tier(self.root())));
+            c.highest_tier_allowed = Some(soft_cap);
             c.untranslated_tier_name = None;
         }
         c

@@ -652,13 +652,14 @@ fn sub_group_policy_counts_for_readiness_and_pipelining() {
 
 #[test]
 fn match_values_need_the_selector_and_every_key() {
-    let policy: SubGroupPolicySpec = serde_json::from_value(json!({
+    let policy: apis::SubGroupPolicySpec = serde_json::from_value(json!({
             "name": "p",
             "labelSelector": {"matchExpressions": [{"key": "role", "operator": "In", "values": ["worker"]}]},
             "matchLabelKeys": ["rack", "slot"]
         }))
         .expect("policy");
-    let no_keys: SubGroupPolicySpec = serde_json::from_value(json!({"name": "q"})).expect("policy");
+    let no_keys: apis::SubGroupPolicySpec =
+        serde_json::from_value(json!({"name": "q"})).expect("policy");
     let mut c = cluster();
     c.pod_group(pod_group("ns", "pg", 1));
     for (name, labels) in [
@@ -679,8 +680,19 @@ fn match_values_need_the_selector_and_every_key() {
     }
     let ssn = c.session(&[&[NAME]]);
     let s = &ssn.state;
-    let task = |name: &str| s.task(s.task_by_key(&format!("ns/{name}")));
-    assert_eq!(match_values(&policy, task("full")), Some(vec!["r1", "3"]));
+    let task = |name: &str| {
+        let pod = &s.task(s.task_by_key(&format!("ns/{name}"))).spec.pod;
+        pod.metadata.labels.clone().unwrap_or_default()
+    };
+    let match_values = |p: &apis::SubGroupPolicySpec,
+                        labels: std::collections::BTreeMap<String, String>| {
+        engine::model::sub_job::match_values(p, &labels)
+            .map(|v| v.into_iter().map(String::from).collect::<Vec<_>>())
+    };
+    assert_eq!(
+        match_values(&policy, task("full")),
+        Some(vec!["r1".to_string(), "3".to_string()])
+    );
     assert_eq!(match_values(&policy, task("empty-value")), None);
     assert_eq!(match_values(&policy, task("missing")), None);
     assert_eq!(match_values(&policy, task("other-role")), None);

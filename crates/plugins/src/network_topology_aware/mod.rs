@@ -21,7 +21,7 @@ mod scores;
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::{ExtensionPoints, Plugin, SessionState};
 use engine::model::topology::{GradientQuery, SearchPurpose};
-use engine::model::{DimensionDefault, HyperNodeId, JobId, NodeId, Resource, TaskId};
+use engine::model::{DimensionDefault, HyperNodeId, JobId, NodeId, Resource, SubJobId, TaskId};
 
 pub use scores::Weights;
 
@@ -270,13 +270,13 @@ impl Plugin for NetworkTopologyAware {
     ) -> Vec<Vec<HyperNodeId>> {
         let GradientQuery {
             job,
+            hard_tier,
             start,
             allocated,
             min_resource,
             purpose,
         } = *query;
-        let hard = ssn.job(job).topology.as_ref().and_then(|c| c.hard_tier());
-        let Some(highest_tier) = hard else {
+        let Some(highest_tier) = hard_tier else {
             return vec![vec![start]];
         };
         let Some(gradients) =
@@ -296,9 +296,10 @@ impl Plugin for NetworkTopologyAware {
         &self,
         ssn: &SessionState,
         job: JobId,
+        sub_job: SubJobId,
         candidates: &[HyperNodeId],
     ) -> Vec<f64> {
-        scores::hyper_node_order(self, ssn, job, candidates)
+        scores::hyper_node_order(self, ssn, job, sub_job, candidates)
     }
 
     fn batch_node_order(

@@ -3,7 +3,7 @@
 use engine::conf::{ArgWarning, Arguments};
 use engine::framework::SessionState;
 use engine::model::resource::{CPU, MEMORY};
-use engine::model::{HyperNodeId, JobId, NodeId, ResourceName, TaskId};
+use engine::model::{HyperNodeId, JobId, NodeId, ResourceName, SubJobId, TaskId};
 
 use super::NetworkTopologyAware;
 use crate::binpack::{read_resource_weight, read_resource_weights};
@@ -77,13 +77,13 @@ fn fill(plugin: &NetworkTopologyAware, hn: HyperNodeId, request: &[(String, f64)
     }
 }
 
-/// The share of the job's tasks on nodes under `hn` (`scoreWithTaskNum`).
-fn task_share(ssn: &SessionState, job: JobId, hn: HyperNodeId) -> f64 {
-    let all = ssn.job(job).tasks.len();
+/// The share of the sub-job's tasks on nodes under `hn` (`scoreWithTaskNum`).
+fn task_share(ssn: &SessionState, job: JobId, sub_job: SubJobId, hn: HyperNodeId) -> f64 {
+    let all = ssn.job(job).sub_job_tasks(sub_job).len();
     if all == 0 {
         return 0.0;
     }
-    ssn.job_task_count_in(job, hn) as f64 / all as f64
+    ssn.sub_job_task_count_in(job, sub_job, hn) as f64 / all as f64
 }
 
 /// Adds the task share to every entry that ties for the top score, when several do.
@@ -104,11 +104,12 @@ pub(super) fn hyper_node_order(
     plugin: &NetworkTopologyAware,
     ssn: &SessionState,
     job: JobId,
+    sub_job: SubJobId,
     candidates: &[HyperNodeId],
 ) -> Vec<f64> {
     // Every task's request in the packed resources it asks for, summed per resource.
     let mut request: std::collections::BTreeMap<String, f64> = Default::default();
-    for &t in &ssn.job(job).tasks {
+    for &t in ssn.job(job).sub_job_tasks(sub_job) {
         let resreq = ssn.task(t).resreq();
         for name in resreq.resource_names() {
             if plugin.config.weights.of(&name).is_some() {
@@ -122,7 +123,9 @@ pub(super) fn hyper_node_order(
         .iter()
         .map(|&hn| fill(plugin, hn, &request))
         .collect();
-    break_top_ties(&mut scores, |i| task_share(ssn, job, candidates[i]));
+    break_top_ties(&mut scores, |i| {
+        task_share(ssn, job, sub_job, candidates[i])
+    });
     scores
         .into_iter()
         .map(|s| plugin.config.weights.scale(s))
@@ -140,8 +143,10 @@ pub(super) fn batch_node_order(
     let Some(job) = ssn.task(task).job else {
         return vec![0.0; nodes.len()];
     };
-    let scores = if ssn.job(job).topology.is_some() {
-        topology_scores(plugin, ssn, job, task, nodes)
+    let j = ssn.job(job);
+    let sub_job = j.sub_job_of(task);
+    let scores = if j.sub_job_topology(sub_job).is_some() {
+        topology_scores(plugin, ssn, job, sub_job, task, nodes)
     } else if plugin.config.normal_pod_enable {
         packing_scores(plugin, ssn, task, nodes)
     } else {
@@ -172,6 +177,7 @@ fn topology_scores(
     plugin: &NetworkTopologyAware,
     ssn: &SessionState,
     job: JobId,
+    sub_job: SubJobId,
     task: TaskId,
     nodes: &[NodeId],
 ) -> Vec<f64> {
@@ -190,7 +196,7 @@ fn topology_scores(
         })
         .collect();
     break_top_ties(&mut scores, |i| match topology.lowest_of_node(nodes[i]) {
-        Some(h) => task_share(ssn, job, h),
+        Some(h) => task_share(ssn, job, sub_job, h),
         None => 0.0,
     });
     scores

@@ -11,8 +11,8 @@ use super::*;
 use crate::testutil::{StateLookup, TestCluster, pod, pod_group};
 use engine::conf::{ArgValue, PluginOption};
 use engine::framework::Session;
-use engine::model::ResourceName;
 use engine::model::topology::CLUSTER_TOP_HYPER_NODE;
+use engine::model::{ResourceName, SubJobId};
 use serde_json::{Value, json};
 
 /// Volcano's tolerance on scores.
@@ -587,7 +587,7 @@ fn check_hyper_node_scores(ssn: &Session, expected: [f64; 8]) {
     let topology = ssn.state.topology();
     let candidates: Vec<HyperNodeId> = topology.ids().collect();
     assert_eq!(candidates.len(), expected.len());
-    let scores = ssn.hyper_node_order(job, &candidates);
+    let scores = ssn.hyper_node_order(job, SubJobId::WHOLE_JOB, &candidates);
     for (&h, got) in candidates.iter().zip(scores) {
         let name = topology.name(h);
         let i = SCORED
@@ -679,7 +679,7 @@ fn spec_w4_hyper_node_score_with_the_cpu_weight_only() {
     group_pod(&mut c, "ns", "p1", None, asked);
     let ssn = open(&c, args(json!({"hypernode.binpack.memory": 0})));
     let job = ssn.state.job_by_key("ns/pg1");
-    let scores = ssn.hyper_node_order(job, &[hn(&ssn, "h")]);
+    let scores = ssn.hyper_node_order(job, SubJobId::WHOLE_JOB, &[hn(&ssn, "h")]);
     assert_close("h", scores[0], 60.0);
 }
 
@@ -868,9 +868,10 @@ fn hard_gradient_does_not_fall_back_to_the_root_when_no_domain_fits() {
     let ssn = c.session(&[&[NAME]]);
     assert_eq!(ssn.state.topology().tiers(), &[1, 2, 3]);
     let job = ssn.state.job_by_key("ns/pg1");
-    let min = ssn.state.pending_min_resources(job);
+    let min = ssn.state.pending_min_resources(job, SubJobId::WHOLE_JOB);
     let gradients = ssn.hyper_node_gradient(&GradientQuery {
         job,
+        hard_tier: Some(1),
         start: ssn.state.topology().root(),
         allocated: None,
         min_resource: &min,

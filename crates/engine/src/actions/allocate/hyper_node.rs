@@ -1,41 +1,134 @@
 //! The HyperNode-aware path of `allocate` (spec/framework.md §6.2.5) for a job with a hard
-//! network-topology constraint: try the HyperNodes the gradient gives, tier by tier from the
-//! lowest; in a tier, place the job in each HyperNode as a dry run and keep the best placement
-//! that makes the job ready (or pipelined); a tier with none hands over to the next.
+//! network-topology constraint (on the job or a sub-job) or with sub-group policies.
 //!
-//! The job has one sub-job here (sub-group policies are not placed one by one yet), and the
-//! search runs on two levels as in Volcano: the job's gradient from the root, then within each
-//! of its HyperNodes the sub-job's gradient, whose placements the HyperNode order scores.
+//! The search runs on two levels, as in Volcano. The job's gradient (from the root, tier by
+//! tier from the lowest) gives the HyperNodes to try for the whole job; in each, the job's
+//! sub-jobs are placed in turn, each by its own gradient within that HyperNode, whose
+//! placements the HyperNode order scores. Every placement is a dry run until the best one of a
+//! tier is applied again; a tier with none hands over to the next.
 //!
 //! Where Volcano picks among equal scores by map order or at random, the first candidate in
 //! gradient order wins (docs/architecture.md, "Differences from Volcano, on purpose").
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::framework::{OpKind, PriorityQueue, Session, Statement};
 use crate::model::topology::{GradientQuery, SearchPurpose};
-use crate::model::{HyperNodeId, JobId, NodeId, QueueId, Resource, TaskId};
+use crate::model::{HyperNodeId, JobId, NodeId, QueueId, Resource, SubJobId, TaskId};
 
 use super::super::search_memo::SearchMemo;
-use super::{Search, allocate_resources_for_tasks};
+use super::{Search, Target, allocate_resources_for_tasks, pending_task_heap};
 
-/// Whether the job takes this path: its constraint is hard with a highest tier
-/// (`ContainsHardTopology`).
+/// Whether the job takes this path (`ContainsHardTopology || ContainsSubJobPolicy`).
 pub(super) fn takes_hyper_node_path(ssn: &Session, job: JobId) -> bool {
-    ssn.state
-        .job(job)
-        .topology
-        .as_ref()
-        .is_some_and(|c| c.hard_tier().is_some())
+    let j = ssn.state.job(job);
+    j.contains_hard_topology() || j.has_sub_job_policy()
+}
+
+/// A job's worksheet (`JobWorksheet`): its sub-jobs with pending tasks, in the order to place
+/// them, and each one's pending tasks.
+#[derive(Clone)]
+pub(super) struct Worksheet {
+    sub_jobs: PriorityQueue<SubJobId>,
+    /// The fewest not-ready sub-jobs that make each policy's `minSubGroups`: placed first.
+    required: BTreeSet<SubJobId>,
+    tasks: BTreeMap<SubJobId, PriorityQueue<TaskId>>,
+}
+
+impl Worksheet {
+    /// `organizeJobWorksheet`.
+    pub(super) fn organize(ssn: &Session, job: JobId) -> Worksheet {
+        let j = ssn.state.job(job);
+        let ids = j.sub_job_ids();
+        let mut ready_count: BTreeMap<Option<&str>, i32> = BTreeMap::new();
+        let mut not_ready = Vec::new();
+        for &sj in &ids {
+            if ssn.sub_job_ready(job, sj) {
+                *ready_count.entry(j.sub_job_policy_name(sj)).or_default() += 1;
+            } else {
+                not_ready.push(sj);
+            }
+        }
+        not_ready.sort_by(|&l, &r| {
+            if ssn.sub_job_order(job, l, r) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            }
+        });
+        let mut required = BTreeSet::new();
+        for sj in not_ready {
+            let count = ready_count.entry(j.sub_job_policy_name(sj)).or_default();
+            if *count < j.min_sub_jobs_of(sj) {
+                required.insert(sj);
+                *count += 1;
+            }
+        }
+        let mut ws = Worksheet {
+            sub_jobs: PriorityQueue::new(),
+            required,
+            tasks: BTreeMap::new(),
+        };
+        for sj in ids {
+            let heap = pending_task_heap(ssn, job, sj);
+            if !heap.is_empty() {
+                ws.tasks.insert(sj, heap);
+                ws.push(ssn, job, sj);
+            }
+        }
+        ws
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.sub_jobs.is_empty()
+    }
+
+    fn push(&mut self, ssn: &Session, job: JobId, sj: SubJobId) {
+        let required = &self.required;
+        self.sub_jobs
+            .push(sj, |l, r| sub_job_first(ssn, job, required, l, r));
+    }
+
+    fn pop(&mut self, ssn: &Session, job: JobId) -> Option<SubJobId> {
+        let required = &self.required;
+        self.sub_jobs
+            .pop(|l, r| sub_job_first(ssn, job, required, l, r))
+    }
+}
+
+/// The worksheet's order: required sub-jobs first, then `SubJobOrderFn`.
+fn sub_job_first(
+    ssn: &Session,
+    job: JobId,
+    required: &BTreeSet<SubJobId>,
+    l: SubJobId,
+    r: SubJobId,
+) -> bool {
+    let (lr, rr) = (required.contains(&l), required.contains(&r));
+    if lr != rr {
+        return lr;
+    }
+    ssn.sub_job_order(job, l, r)
 }
 
 /// A dry run's placements, to apply again (`SaveOperations`).
 type SavedOps = Vec<(OpKind, TaskId, NodeId)>;
 
 /// A placement chosen for a job: its statement (applied, not committed), the HyperNode the
-/// job's search chose and where the sub-job now runs.
+/// job's search chose, and where each sub-job placed then runs.
 pub(super) struct Placed {
     pub stmt: Statement,
     job_hyper_node: HyperNodeId,
-    sub_job_hyper_node: Option<HyperNodeId>,
+    sub_jobs: BTreeMap<SubJobId, Option<HyperNodeId>>,
+}
+
+/// One HyperNode's dry run for the whole job.
+struct Candidate {
+    hyper_node: HyperNodeId,
+    saved: SavedOps,
+    left: Worksheet,
+    score: f64,
+    sub_jobs: BTreeMap<SubJobId, Option<HyperNodeId>>,
 }
 
 /// `allocateForJob`: the job's gradient from the root; the first tier with a placement wins,
@@ -44,48 +137,71 @@ pub(super) fn allocate_for_job(
     ssn: &mut Session,
     job: JobId,
     queue: QueueId,
-    tasks: &mut PriorityQueue<TaskId>,
+    ws: &mut Worksheet,
     cache_enabled: bool,
 ) -> Option<Placed> {
-    if tasks.is_empty() {
+    if ws.is_empty() {
         return None;
     }
     let root = ssn.state.topology().root();
     let j = ssn.state.job(job);
-    let (job_allocated, sub_job_start) = (j.allocated_hyper_node, j.sub_job_allocated_hyper_node);
+    let before: Vec<(SubJobId, Option<HyperNodeId>)> = ws
+        .tasks
+        .keys()
+        .map(|&sj| (sj, j.sub_job_allocated_hyper_node(sj)))
+        .collect();
     let min_resources = j.spec.min_resources.clone().unwrap_or_else(Resource::empty);
     let gradients = ssn.hyper_node_gradient(&GradientQuery {
         job,
+        hard_tier: j.topology.as_ref().and_then(|c| c.hard_tier()),
         start: root,
-        allocated: job_allocated,
+        allocated: j.allocated_hyper_node,
         min_resource: &min_resources,
         purpose: SearchPurpose::Allocate,
     });
     for gradient in gradients {
-        // (HyperNode, placements, tasks left, score, where the sub-job then runs)
-        let mut candidates = Vec::new();
+        let mut candidates: Vec<Candidate> = Vec::new();
         for hn in gradient {
             ssn.state.reset_job_fit_errors(job);
-            let mut left = tasks.clone();
-            let mut sub_job_at = sub_job_start;
+            let mut left = ws.clone();
             let mut stmts = Vec::new();
             let mut score = 0.0;
-            while !left.is_empty() {
-                let Some(sub) =
-                    allocate_for_sub_job(ssn, job, queue, &mut left, hn, sub_job_at, cache_enabled)
-                else {
-                    break;
+            let mut decided = BTreeMap::new();
+            while let Some(sj) = left.pop(ssn, job) {
+                let Some(tasks) = left.tasks.get_mut(&sj) else {
+                    continue;
                 };
+                let target = Target {
+                    job,
+                    sub_job: sj,
+                    queue,
+                };
+                let Some(sub) = allocate_for_sub_job(ssn, target, tasks, hn, cache_enabled) else {
+                    continue;
+                };
+                let more = !tasks.is_empty();
                 stmts.push(sub.stmt);
                 score += sub.score;
-                sub_job_at = sub.sub_job_hyper_node;
+                decided.insert(sj, sub.sub_job_hyper_node);
+                if more {
+                    left.push(ssn, job, sj);
+                }
                 if ssn.job_ready(job) {
                     break;
                 }
             }
+            for &(sj, hn) in &before {
+                ssn.state.set_sub_job_allocated_hyper_node(job, sj, hn);
+            }
             let saved = save_operations(ssn, &stmts);
             if !saved.is_empty() && (ssn.job_ready(job) || ssn.job_pipelined(job)) {
-                candidates.push((hn, saved, left, score, sub_job_at));
+                candidates.push(Candidate {
+                    hyper_node: hn,
+                    saved,
+                    left,
+                    score,
+                    sub_jobs: decided,
+                });
             }
             for stmt in stmts {
                 ssn.discard(stmt);
@@ -93,24 +209,24 @@ pub(super) fn allocate_for_job(
         }
         let mut best: Option<usize> = None;
         for (i, c) in candidates.iter().enumerate() {
-            if best.is_none_or(|b| c.3 > candidates[b].3) {
+            if best.is_none_or(|b| c.score > candidates[b].score) {
                 best = Some(i);
             }
         }
         let Some(best) = best else { continue };
-        let (hn, saved, left, _, sub_job_at) = candidates.swap_remove(best);
-        let stmt = recover_operations(ssn, &saved)?;
-        *tasks = left;
+        let chosen = candidates.swap_remove(best);
+        let stmt = recover_operations(ssn, &chosen.saved)?;
+        *ws = chosen.left;
         return Some(Placed {
             stmt,
-            job_hyper_node: hn,
-            sub_job_hyper_node: sub_job_at,
+            job_hyper_node: chosen.hyper_node,
+            sub_jobs: chosen.sub_jobs,
         });
     }
     None
 }
 
-/// What the sub-job's search placed within one of the job's HyperNodes.
+/// What a sub-job's search placed within one of the job's HyperNodes.
 struct SubPlaced {
     stmt: Statement,
     score: f64,
@@ -118,19 +234,23 @@ struct SubPlaced {
 }
 
 /// `allocateForSubJob`: the sub-job's gradient within `hn_for_job`; the first tier with a
-/// placement wins, and in it the HyperNode the HyperNode order scores highest.
+/// placement wins, and in it the HyperNode the HyperNode order scores highest. The sub-job
+/// then runs in the common ancestor of where it ran and that HyperNode.
 fn allocate_for_sub_job(
     ssn: &mut Session,
-    job: JobId,
-    queue: QueueId,
+    target: Target,
     tasks: &mut PriorityQueue<TaskId>,
     hn_for_job: HyperNodeId,
-    allocated: Option<HyperNodeId>,
     cache_enabled: bool,
 ) -> Option<SubPlaced> {
-    let min_resources = ssn.state.pending_min_resources(job);
+    let Target { job, sub_job, .. } = target;
+    let j = ssn.state.job(job);
+    let allocated = j.sub_job_allocated_hyper_node(sub_job);
+    let hard_tier = j.sub_job_topology(sub_job).and_then(|c| c.hard_tier());
+    let min_resources = ssn.state.pending_min_resources(job, sub_job);
     let gradients = ssn.hyper_node_gradient(&GradientQuery {
         job,
+        hard_tier,
         start: hn_for_job,
         allocated,
         min_resource: &min_resources,
@@ -139,8 +259,7 @@ fn allocate_for_sub_job(
     for gradient in gradients {
         let mut placed: Vec<(HyperNodeId, SavedOps, PriorityQueue<TaskId>)> = Vec::new();
         for hn in gradient {
-            // Volcano clears the sub-job's task errors; the job has one sub-job here.
-            ssn.state.reset_job_fit_errors(job);
+            ssn.state.reset_sub_job_fit_errors(job, sub_job);
             let mut left = tasks.clone();
             let nodes: Vec<NodeId> = ssn.state.topology().nodes(hn).to_vec();
             let root = ssn.state.topology().root();
@@ -151,7 +270,7 @@ fn allocate_for_sub_job(
                 cache_enabled,
                 memo: &mut memo,
             };
-            let stmt = allocate_resources_for_tasks(ssn, job, queue, &mut left, search, allocated);
+            let stmt = allocate_resources_for_tasks(ssn, target, &mut left, search, allocated);
             if let Some(stmt) = stmt
                 && !stmt.is_empty()
             {
@@ -164,7 +283,7 @@ fn allocate_for_sub_job(
             continue;
         }
         let candidates: Vec<HyperNodeId> = placed.iter().map(|p| p.0).collect();
-        let scores = ssn.hyper_node_order(job, &candidates);
+        let scores = ssn.hyper_node_order(job, sub_job, &candidates);
         let mut best = 0;
         for (i, s) in scores.iter().enumerate() {
             if *s > scores[best] {
@@ -175,11 +294,13 @@ fn allocate_for_sub_job(
         let (hn, saved, left) = placed.swap_remove(best);
         let stmt = recover_operations(ssn, &saved)?;
         *tasks = left;
-        let topology = ssn.state.topology();
+        let now_in = ssn.state.topology().lca(allocated, Some(hn));
+        ssn.state
+            .set_sub_job_allocated_hyper_node(job, sub_job, now_in);
         return Some(SubPlaced {
             stmt,
             score,
-            sub_job_hyper_node: topology.lca(allocated, Some(hn)),
+            sub_job_hyper_node: now_in,
         });
     }
     None
@@ -216,20 +337,27 @@ fn recover_operations(ssn: &mut Session, saved: &SavedOps) -> Option<Statement> 
     Some(stmt)
 }
 
-/// After a commit: the job and its sub-job now run in the lowest HyperNode holding where they
-/// ran and what was chosen (`UpdateDecisionToJob`).
+/// After a commit: the job and each sub-job placed now run in the lowest HyperNode holding
+/// where they ran and what was chosen (`UpdateDecisionToJob`).
 pub(super) fn record_decision(ssn: &mut Session, job: JobId, placed: &Placed) {
     let j = ssn.state.job(job);
     let topology = ssn.state.topology();
     let job_hn = topology.lca(j.allocated_hyper_node, Some(placed.job_hyper_node));
-    let sub_hn = topology.lca(j.sub_job_allocated_hyper_node, placed.sub_job_hyper_node);
-    ssn.state.set_job_allocated_hyper_node(job, job_hn, sub_hn);
+    let sub_jobs: Vec<(SubJobId, Option<HyperNodeId>)> = placed
+        .sub_jobs
+        .iter()
+        .map(|(&sj, &hn)| (sj, topology.lca(j.sub_job_allocated_hyper_node(sj), hn)))
+        .collect();
+    ssn.state.set_job_allocated_hyper_node(job, job_hn);
+    for (sj, hn) in sub_jobs {
+        ssn.state.set_sub_job_allocated_hyper_node(job, sj, hn);
+    }
 }
 
-/// A job whose hard constraint (as written on the PodGroup) found no HyperNode: say so, with
-/// the tier, in the job's fit error (the PodGroup's Unschedulable condition and the pods'
-/// `PodScheduled` message carry it). A soft constraint may span the whole cluster, so its
-/// failure is the flat path's and keeps the flat path's text.
+/// A job whose hard constraint (as written) found no HyperNode: say so, with the tier, in the
+/// job's fit error (the PodGroup's Unschedulable condition and the pods' `PodScheduled`
+/// message carry it). A soft constraint may span the whole cluster, so its failure is the
+/// flat path's and keeps the flat path's text.
 pub(super) fn explain_unplaced(ssn: &mut Session, job: JobId) {
     let j = ssn.state.job(job);
     let written_hard = j

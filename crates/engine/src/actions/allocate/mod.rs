@@ -7,13 +7,16 @@
 //! too: their sub-groups are not placed one by one yet.
 
 mod hyper_node;
+mod sub_job;
 
 use std::collections::BTreeMap;
 
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::fit::{FitError, FitErrors};
 use crate::model::job::phase;
-use crate::model::{DimensionDefault, HyperNodeId, JobId, NodeId, QueueId, TaskId, TaskStatus};
+use crate::model::{
+    DimensionDefault, HyperNodeId, JobId, NodeId, QueueId, SubJobId, TaskId, TaskStatus,
+};
 
 use super::helper::{PredicateHelper, allocate_fits, allocate_predicate, choose_node};
 use super::search_memo::SearchMemo;
@@ -29,11 +32,22 @@ fn predicate_cache_enabled(ssn: &Session) -> bool {
     on
 }
 
-/// Pending tasks of a job that allocate handles: not gated (other than by Volcano's own
-/// queue-allocation gate alone) and not best-effort.
-fn pending_task_heap(ssn: &Session, job: JobId) -> PriorityQueue<TaskId> {
+/// Pending tasks of a job (or of one of its sub-jobs) that allocate handles: not gated (other
+/// than by Volcano's own queue-allocation gate alone) and not best-effort.
+fn pending_task_heap(ssn: &Session, job: JobId, sub_job: SubJobId) -> PriorityQueue<TaskId> {
     let mut heap = PriorityQueue::new();
-    for t in ssn.state.job_tasks_in(job, TaskStatus::Pending) {
+    let j = ssn.state.job(job);
+    let of_sub_job: Box<dyn Iterator<Item = TaskId>> = if sub_job == SubJobId::WHOLE_JOB {
+        Box::new(ssn.state.job_tasks_in(job, TaskStatus::Pending))
+    } else {
+        Box::new(
+            j.sub_job_tasks(sub_job)
+                .iter()
+                .copied()
+                .filter(|&t| ssn.state.task(t).status == TaskStatus::Pending),
+        )
+    };
+    for t in of_sub_job {
         let spec = &ssn.state.task(t).spec;
         if (spec.sch_gated && !spec.only_volcano_gate) || spec.resreq.is_empty() {
             continue;
@@ -41,6 +55,22 @@ fn pending_task_heap(ssn: &Session, job: JobId) -> PriorityQueue<TaskId> {
         heap.push(t, |a, b| ssn.task_order(a, b));
     }
     heap
+}
+
+/// What allocate holds for a job between its turns: the pending tasks of the flat path, or
+/// the worksheet of the HyperNode-aware one.
+enum Work {
+    Flat(PriorityQueue<TaskId>),
+    ByHyperNode(hyper_node::Worksheet),
+}
+
+impl Work {
+    fn is_empty(&self) -> bool {
+        match self {
+            Work::Flat(tasks) => tasks.is_empty(),
+            Work::ByHyperNode(ws) => ws.is_empty(),
+        }
+    }
 }
 
 pub fn execute(ssn: &mut Session) {
@@ -53,7 +83,7 @@ pub fn execute(ssn: &mut Session) {
 
     let mut queues: PriorityQueue<QueueId> = PriorityQueue::new();
     let mut jobs_by_queue: BTreeMap<QueueId, PriorityQueue<JobId>> = BTreeMap::new();
-    let mut task_heaps: BTreeMap<JobId, PriorityQueue<TaskId>> = BTreeMap::new();
+    let mut work: BTreeMap<JobId, Work> = BTreeMap::new();
 
     let job_ids: Vec<JobId> = ssn.state.job_ids().collect();
     for job in job_ids {
@@ -70,15 +100,19 @@ pub fn execute(ssn: &mut Session) {
         let Some(q) = ssn.state.job(job).queue else {
             continue;
         };
-        if ssn.state.job(job).topology.is_some() && !ssn.state.topology().is_ready() {
+        if ssn.state.job(job).contains_network_topology() && !ssn.state.topology().is_ready() {
             tracing::debug!(job = %ssn.state.job(job).spec.uid, "HyperNodes are not ready; job skipped");
             continue;
         }
-        let heap = pending_task_heap(ssn, job);
-        if heap.is_empty() {
+        let todo = if hyper_node::takes_hyper_node_path(ssn, job) {
+            Work::ByHyperNode(hyper_node::Worksheet::organize(ssn, job))
+        } else {
+            Work::Flat(pending_task_heap(ssn, job, SubJobId::WHOLE_JOB))
+        };
+        if todo.is_empty() {
             continue;
         }
-        task_heaps.insert(job, heap);
+        work.insert(job, todo);
         let first = !jobs_by_queue.contains_key(&q);
         jobs_by_queue
             .entry(q)
@@ -101,44 +135,52 @@ pub fn execute(ssn: &mut Session) {
         let Some(job) = jobs.pop(|a, b| ssn.job_order(a, b)) else {
             continue;
         };
-        let Some(mut tasks) = task_heaps.remove(&job) else {
+        let Some(mut todo) = work.remove(&job) else {
             jobs_by_queue.insert(q, jobs);
             continue;
         };
-        if hyper_node::takes_hyper_node_path(ssn, job) {
-            let placed = hyper_node::allocate_for_job(ssn, job, q, &mut tasks, cache_enabled);
-            match placed {
-                Some(placed) if ssn.job_ready(job) => {
-                    hyper_node::record_decision(ssn, job, &placed);
-                    ssn.commit(placed.stmt);
+        match &mut todo {
+            Work::ByHyperNode(ws) => {
+                let placed = hyper_node::allocate_for_job(ssn, job, q, ws, cache_enabled);
+                match placed {
+                    Some(placed) if ssn.job_ready(job) => {
+                        hyper_node::record_decision(ssn, job, &placed);
+                        ssn.commit(placed.stmt);
+                        if !ws.is_empty() {
+                            jobs.push(job, |a, b| ssn.job_order(a, b));
+                        }
+                    }
+                    Some(_) => {}
+                    None => hyper_node::explain_unplaced(ssn, job),
+                }
+            }
+            Work::Flat(tasks) => {
+                let search = Search {
+                    nodes: &all_nodes,
+                    hyper_node: None,
+                    cache_enabled,
+                    memo: &mut memo,
+                };
+                let target = Target {
+                    job,
+                    sub_job: SubJobId::WHOLE_JOB,
+                    queue: q,
+                };
+                let allocated = ssn.state.job(job).sub_job_allocated_hyper_node;
+                let stmt = allocate_resources_for_tasks(ssn, target, tasks, search, allocated);
+                if let Some(stmt) = stmt
+                    && ssn.job_ready(job)
+                {
+                    ssn.commit(stmt);
                     if !tasks.is_empty() {
                         jobs.push(job, |a, b| ssn.job_order(a, b));
                     }
-                }
-                Some(_) => {}
-                None => hyper_node::explain_unplaced(ssn, job),
-            }
-        } else {
-            let search = Search {
-                nodes: &all_nodes,
-                hyper_node: None,
-                cache_enabled,
-                memo: &mut memo,
-            };
-            let allocated = ssn.state.job(job).sub_job_allocated_hyper_node;
-            let stmt = allocate_resources_for_tasks(ssn, job, q, &mut tasks, search, allocated);
-            if let Some(stmt) = stmt
-                && ssn.job_ready(job)
-            {
-                ssn.commit(stmt);
-                if !tasks.is_empty() {
-                    jobs.push(job, |a, b| ssn.job_order(a, b));
                 }
             }
         }
         // A pipelined-but-not-ready statement stays applied, neither committed nor discarded
         // (§6.2.6): it reserves the resources for the rest of the cycle.
-        task_heaps.insert(job, tasks);
+        work.insert(job, todo);
         jobs_by_queue.insert(q, jobs);
         queues.push(q, |a, b| ssn.queue_order(a, b));
     }
@@ -153,21 +195,32 @@ struct Search<'a> {
     memo: &'a mut SearchMemo,
 }
 
-/// `allocateResourcesForTasks` (§6.2.3) for a job's default sub-job, which runs in
-/// `allocated` so far.
+/// Whose tasks a search places: a sub-job of a job, in the job's queue.
+#[derive(Copy, Clone)]
+struct Target {
+    job: JobId,
+    sub_job: SubJobId,
+    queue: QueueId,
+}
+
+/// `allocateResourcesForTasks` (§6.2.3) for one sub-job, which runs in `allocated` so far.
 fn allocate_resources_for_tasks(
     ssn: &mut Session,
-    job: JobId,
-    queue: QueueId,
+    target: Target,
     tasks: &mut PriorityQueue<TaskId>,
     search: Search<'_>,
     mut allocated: Option<HyperNodeId>,
 ) -> Option<Statement> {
+    let Target {
+        job,
+        sub_job,
+        queue,
+    } = target;
     let nodes = search.nodes;
     if nodes.is_empty() {
         return None;
     }
-    let with_topology = ssn.state.job(job).topology.is_some();
+    let with_topology = ssn.state.job(job).sub_job_topology(sub_job).is_some();
     let hyper_node_name = search
         .hyper_node
         .map(|h| ssn.state.topology().name(h).to_string());
@@ -180,11 +233,7 @@ fn allocate_resources_for_tasks(
         if ssn.state.task(task).spec.sch_gated {
             continue;
         }
-        if ssn
-            .state
-            .job(job)
-            .task_has_fit_errors(ssn.state.tasks(), task)
-        {
+        if sub_job::task_has_fit_errors(ssn, job, sub_job, task) {
             let t = &ssn.state.task(task).spec;
             let fe = FitErrors::with_message(format!(
                 "Task {} with role spec {} has already predicated failed, skip",
@@ -196,7 +245,7 @@ fn allocate_resources_for_tasks(
         if let Err(e) = ssn.pre_predicate(task) {
             let mut fe = FitErrors::default();
             fe.add_nodes(&FitError::error(e, "prePredicate"), nodes.iter().copied());
-            if !record_and_go_on(ssn, job, task, fe) {
+            if !record_and_go_on(ssn, target, task, fe) {
                 break;
             }
             continue;
@@ -244,7 +293,7 @@ fn allocate_resources_for_tasks(
             if found.is_empty() {
                 let mut fit_errors = fit_errors;
                 fit_errors.hyper_node = hyper_node_name.clone();
-                if !record_and_go_on(ssn, job, task, fit_errors) {
+                if !record_and_go_on(ssn, target, task, fit_errors) {
                     break;
                 }
                 continue;
@@ -274,11 +323,11 @@ fn allocate_resources_for_tasks(
                 allocated = topology.lca(Some(h), allocated);
             }
         }
-        if ssn.job_ready(job) {
+        if ssn.sub_job_ready(job, sub_job) {
             break;
         }
     }
-    if ssn.job_ready(job) || ssn.job_pipelined(job) {
+    if ssn.sub_job_ready(job, sub_job) || ssn.sub_job_pipelined(job, sub_job) {
         return Some(stmt);
     }
     ssn.discard(stmt);
@@ -287,11 +336,15 @@ fn allocate_resources_for_tasks(
 
 /// Records why the task fits nowhere, and tells whether the job's other tasks are still worth
 /// trying (`NeedContinueAllocating`).
-fn record_and_go_on(ssn: &mut Session, job: JobId, task: TaskId, fit_errors: FitErrors) -> bool {
-    ssn.state.record_task_fit_errors(job, task, fit_errors);
+fn record_and_go_on(
+    ssn: &mut Session,
+    target: Target,
+    task: TaskId,
+    fit_errors: FitErrors,
+) -> bool {
     ssn.state
-        .job(job)
-        .need_continue_allocating(ssn.state.tasks())
+        .record_task_fit_errors(target.job, task, fit_errors);
+    sub_job::need_continue_allocating(ssn, target.job, target.sub_job)
 }
 
 /// `allocateResourcesForTask` (§6.2.4): allocate onto idle resources, else pipeline onto
