@@ -10,6 +10,9 @@
 //! 2. The same gang allowed tier 2 (`highestTierName: spine-tier`) binds, across both racks.
 //! 3. Once it is gone, a gang of 3 allowed tier 1 binds, all in rack `b` (the only rack with
 //!    three nodes).
+//! 4. Once that is gone, a job of two sub-groups (`subGroupPolicy` by a `part` label, two pods
+//!    each, each sub-group limited to tier 1, the job to tier 2) binds with each sub-group
+//!    inside one rack.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -26,6 +29,7 @@ use crate::harness::{Env, TestCtx};
 
 const NAME: &str = "network-topology";
 const RACK_LABEL: &str = "e2e.volcano-rs/rack";
+const PART_LABEL: &str = "e2e.volcano-rs/part";
 const WAIT: Duration = Duration::from_secs(30);
 
 const CONF: &str = r#"actions: "enqueue, allocate, backfill"
@@ -119,6 +123,58 @@ async fn run(env: Env) -> anyhow::Result<()> {
         bound.values().all(|n| rack_b.contains(n)),
         "a gang of three allowed tier 1 must stay in rack b ({rack_b:?}): {bound:?}"
     );
+    delete_gang(&ctx, "rack", 3).await?;
+
+    // 4. Two sub-groups of two, each kept inside one rack.
+    sub_grouped(&ctx, &queue).await?;
+    let bound = wait_bound(&ctx, "parts", 4).await?;
+    for part in 0..2 {
+        let nodes: Vec<&String> = (0..2)
+            .filter_map(|i| bound.get(&format!("parts-{}", part * 2 + i)))
+            .collect();
+        let same_rack =
+            nodes.iter().all(|n| rack_a.contains(*n)) || nodes.iter().all(|n| rack_b.contains(*n));
+        ensure!(
+            nodes.len() == 2 && same_rack,
+            "sub-group {part} must stay inside one rack: {bound:?}"
+        );
+    }
+    Ok(())
+}
+
+/// A job of four 3-cpu pods in two sub-groups by the `part` label (pods 0–1 and 2–3), each
+/// sub-group limited to tier 1 and the job to tier 2.
+async fn sub_grouped(ctx: &TestCtx, queue: &str) -> anyhow::Result<()> {
+    let policy: apis::SubGroupPolicySpec = serde_json::from_value(serde_json::json!({
+        "name": "part",
+        "subGroupSize": 2,
+        "matchLabelKeys": [PART_LABEL],
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1}
+    }))?;
+    ctx.create_pod_group(PodGroup {
+        metadata: ObjectMeta {
+            name: Some("parts".into()),
+            ..Default::default()
+        },
+        spec: PodGroupSpec {
+            min_member: 4,
+            queue: queue.to_string(),
+            network_topology: Some(tier(2)),
+            sub_group_policy: vec![policy],
+            ..Default::default()
+        },
+        status: None,
+    })
+    .await?;
+    for i in 0..4 {
+        ctx.pod(&format!("parts-{i}"))
+            .cpu("3")
+            .memory("1Gi")
+            .group("parts")
+            .label(PART_LABEL, &(i / 2).to_string())
+            .create(ctx)
+            .await?;
+    }
     Ok(())
 }
 

@@ -36,23 +36,25 @@ fn predicate_cache_enabled(ssn: &Session) -> bool {
 /// than by Volcano's own queue-allocation gate alone) and not best-effort.
 fn pending_task_heap(ssn: &Session, job: JobId, sub_job: SubJobId) -> PriorityQueue<TaskId> {
     let mut heap = PriorityQueue::new();
-    let j = ssn.state.job(job);
-    let of_sub_job: Box<dyn Iterator<Item = TaskId>> = if sub_job == SubJobId::WHOLE_JOB {
-        Box::new(ssn.state.job_tasks_in(job, TaskStatus::Pending))
-    } else {
-        Box::new(
-            j.sub_job_tasks(sub_job)
-                .iter()
-                .copied()
-                .filter(|&t| ssn.state.task(t).status == TaskStatus::Pending),
-        )
-    };
-    for t in of_sub_job {
+    let mut offer = |t: TaskId| {
         let spec = &ssn.state.task(t).spec;
         if (spec.sch_gated && !spec.only_volcano_gate) || spec.resreq.is_empty() {
-            continue;
+            return;
         }
         heap.push(t, |a, b| ssn.task_order(a, b));
+    };
+    if sub_job == SubJobId::WHOLE_JOB {
+        ssn.state
+            .job_tasks_in(job, TaskStatus::Pending)
+            .for_each(&mut offer);
+    } else {
+        ssn.state
+            .job(job)
+            .sub_job_tasks(sub_job)
+            .iter()
+            .copied()
+            .filter(|&t| ssn.state.task(t).status == TaskStatus::Pending)
+            .for_each(&mut offer);
     }
     heap
 }
