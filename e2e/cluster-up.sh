@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts the local control plane for e2e tests: etcd (tmpfs), kube-apiserver
 # (RBAC, token auth) and kwok, all on 127.0.0.1, then installs the Volcano
-# PodGroup, Queue and HyperNode CRDs (deploy/crds). Builds the binaries first
+# PodGroup, Queue, HyperNode and Numatopology CRDs (deploy/crds). Builds the binaries first
 # if needed. Idempotent: a healthy running cluster is left as it is; a partial
 # one is torn down and started afresh. On any failure everything it started is
 # stopped again.
@@ -255,7 +255,7 @@ start kube-apiserver \
 	--enable-priority-and-fairness=false --max-requests-inflight=0 --max-mutating-requests-inflight=0
 wait_ready kube-apiserver 120 apiserver_ready
 
-e2e_log "installing the PodGroup, Queue and HyperNode CRDs (and Volcano's Job CRDs when asked)"
+e2e_log "installing the PodGroup, Queue, HyperNode and Numatopology CRDs (and Volcano's Job CRDs when asked)"
 install_crds
 
 e2e_log "starting kwok (manages nodes labelled $E2E_KWOK_LABEL_KEY=$E2E_KWOK_LABEL_VALUE)"

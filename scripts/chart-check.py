@@ -51,6 +51,8 @@ EXPECTED_CLUSTER_RULES = {
     *(("storage.k8s.io", r, v) for r in ("storageclasses", "csinodes") for v in ("list", "watch")),
     ("topology.volcano.sh", "hypernodes", "list"),
     ("topology.volcano.sh", "hypernodes", "watch"),
+    ("nodeinfo.volcano.sh", "numatopologies", "list"),
+    ("nodeinfo.volcano.sh", "numatopologies", "watch"),
 }
 EXPECTED_LEASE_VERBS = {"get", "create", "update"}
 

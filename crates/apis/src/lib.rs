@@ -4,12 +4,14 @@
 //!   §5.2), serialising exactly as Volcano's Go types do, with `apiVersion`/`kind` and the
 //!   `k8s_openapi` resource traits so that Kubernetes clients can use them directly.
 //! * [`HyperNode`] of `topology.volcano.sh/v1alpha1` (§5.5): the network topology tree.
+//! * [`Numatopology`] of `nodeinfo.volcano.sh/v1alpha1`: a node's NUMA report (`numa-aware`).
 //! * [`keys`]: annotation and label keys of spec/kubernetes.md §6.
 //!
 //! String enumerations (phases, states, condition types) are plain `String`s with their known
 //! values as constants, so that a value added by a newer Volcano never fails to deserialise.
 
 pub mod keys;
+pub mod nodeinfo;
 pub mod pod_group;
 pub mod queue;
 mod serde_util;
@@ -19,6 +21,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+pub use nodeinfo::Numatopology;
 pub use pod_group::{
     NetworkTopologySpec, POD_GROUP_NOT_READY, POD_GROUP_READY, PodGroup, PodGroupCondition,
     PodGroupSpec, PodGroupStatus, SubGroupPolicySpec, condition_reason, condition_status,

@@ -18,6 +18,11 @@ pub(crate) fn is_zero(value: &i32) -> bool {
     *value == 0
 }
 
+/// [`is_zero`] for Go `int` fields, which are 64 bits here.
+pub(crate) fn is_zero_i64(value: &i64) -> bool {
+    *value == 0
+}
+
 /// Decodes `null` (or a missing field, together with `#[serde(default)]`) as the type's default,
 /// as Go does for non-pointer fields.
 pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>

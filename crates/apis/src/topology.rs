@@ -10,7 +10,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 
-use crate::serde_util::{is_zero, null_as_default};
+use crate::serde_util::{is_zero, is_zero_i64, null_as_default};
 
 /// API group of HyperNodes.
 pub const TOPOLOGY_GROUP: &str = "topology.volcano.sh";
@@ -117,10 +117,6 @@ pub struct HyperNodeStatus {
         skip_serializing_if = "is_zero_i64"
     )]
     pub node_count: i64,
-}
-
-fn is_zero_i64(v: &i64) -> bool {
-    *v == 0
 }
 
 crate::serde_util::object_traits!(

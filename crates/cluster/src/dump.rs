@@ -169,6 +169,9 @@ pub fn dump_yaml(state: &ClusterState, conf: Option<&SchedulerConf>) -> String {
     for x in &o.hyper_nodes {
         push(&mut out, &clean(x.as_ref()));
     }
+    for x in &o.numatopologies {
+        push(&mut out, &clean(x.as_ref()));
+    }
     for x in &o.volumes {
         push(&mut out, &clean(x.as_ref()));
     }

@@ -226,6 +226,13 @@ impl Executor {
             }
             volumes::assume(&mut state, &b.volumes);
         }
+        for a in &decisions.numa_assignments {
+            let given = engine::state::NumaGiven {
+                uid: a.pod_uid.clone(),
+                resources: a.resources.clone(),
+            };
+            state.assume_numa(&a.node, &a.pod, given);
+        }
         // Victims are Releasing from now on in our view, so the next session neither counts
         // them as running nor evicts more pods for the same preemptor.
         let now = Timestamp::now();

@@ -23,6 +23,7 @@ pub const MIRRORED_KINDS: &[&str] = &[
     "StorageClass",
     "CSINode",
     "HyperNode",
+    "Numatopology",
 ];
 
 pub struct Shared {

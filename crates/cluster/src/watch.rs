@@ -18,7 +18,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apis::{HyperNode, PodGroup, Queue};
+use apis::{HyperNode, Numatopology, PodGroup, Queue};
 use engine::framework::{Event as SchedEvent, EventType, ObjectRef};
 use engine::state::ClusterState;
 use futures::{Stream, StreamExt};
@@ -162,6 +162,12 @@ cluster_scoped!(
 );
 cluster_scoped!(Namespace, "Namespace", upsert_namespace, delete_namespace);
 cluster_scoped!(HyperNode, "HyperNode", upsert_hyper_node, delete_hyper_node);
+cluster_scoped!(
+    Numatopology,
+    "Numatopology",
+    upsert_numatopology,
+    delete_numatopology
+);
 
 /// Kinds whose objects can carry values the engine does not use as given.
 pub trait ValueCheck {
@@ -172,6 +178,7 @@ pub trait ValueCheck {
 }
 
 impl ValueCheck for PodGroup {}
+impl ValueCheck for Numatopology {}
 impl ValueCheck for HyperNode {
     fn value_problems(&self) -> Vec<String> {
         engine::model::hypernode::value_problems(self)
@@ -652,6 +659,11 @@ pub fn spawn_all(
         tokio::spawn(run_mirror(
             typed_stream::<Namespace>(client.clone()),
             shared.clone(),
+        )),
+        tokio::spawn(run_mirror_of(
+            untyped_stream::<Numatopology>(client.clone(), problems.clone()),
+            shared.clone(),
+            Presence::Optional,
         )),
         tokio::spawn(run_mirror_of(
             untyped_stream::<HyperNode>(client, problems),

@@ -18,6 +18,7 @@ pub mod gang;
 pub mod network_topology_aware;
 pub mod nodegroup;
 pub mod nodeorder;
+pub mod numa_aware;
 pub mod overcommit;
 pub mod pdb;
 pub mod predicates;
@@ -53,6 +54,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(network_topology_aware::NAME, network_topology_aware::new);
     registry.register(nodegroup::NAME, nodegroup::new);
     registry.register(nodeorder::NAME, nodeorder::new);
+    registry.register(numa_aware::NAME, numa_aware::new);
     registry.register(overcommit::NAME, overcommit::new);
     registry.register(pdb::NAME, pdb::new);
     registry.register(predicates::NAME, predicates::new);

@@ -91,6 +91,13 @@ impl TestCluster {
         self
     }
 
+    /// A node's Numatopology report written as JSON.
+    pub fn numatopology(&mut self, report: Value) -> &mut Self {
+        self.state
+            .upsert_numatopology(serde_json::from_value(report).expect("valid numatopology"));
+        self
+    }
+
     pub fn priority_class(&mut self, name: &str, value: i32) -> &mut Self {
         let pc = json!({"metadata": {"name": name}, "value": value});
         self.state

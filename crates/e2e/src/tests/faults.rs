@@ -17,7 +17,7 @@ const RUNS: usize = 5;
 const BURST: usize = 30;
 const DOWN_SECONDS: &str = "10";
 /// The daemon mirrors thirteen kinds (`cluster::shared::MIRRORED_KINDS`), one watch each.
-const WATCHES: usize = 13;
+const WATCHES: usize = 14;
 const DAEMON_ARGS: &[&str] = &["--kube-api-qps", "50", "--kube-api-burst", "5"];
 
 pub fn apiserver_restart(env: Env) -> BoxFuture<'static, anyhow::Result<()>> {

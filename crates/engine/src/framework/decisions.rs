@@ -253,4 +253,16 @@ pub struct Decisions {
     pub preemption_attempts: usize,
     /// Victims the plugins proposed on the last node tried (`volcano_pod_preemption_victims`).
     pub preemption_victims: Option<usize>,
+    /// The NUMA resources `numa-aware` gave pods this session binds, which the state keeps
+    /// until the nodes report them (`AddUnassignedNumaPods`).
+    pub numa_assignments: Vec<NumaAssignment>,
+}
+
+/// The NUMA resources given to one bound pod: resource name → CPU list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NumaAssignment {
+    pub pod: String,
+    pub pod_uid: String,
+    pub node: String,
+    pub resources: std::collections::BTreeMap<String, String>,
 }

@@ -15,8 +15,8 @@ pub mod session_state;
 pub mod statement;
 
 pub use decisions::{
-    Decisions, Event, EventType, JobFigures, JobMetrics, ObjectRef, PreBindWrites, QueueMetrics,
-    VolumeWrite,
+    Decisions, Event, EventType, JobFigures, JobMetrics, NumaAssignment, ObjectRef, PreBindWrites,
+    QueueMetrics, VolumeWrite,
 };
 pub use dispatch::default_task_less;
 pub(crate) use dispatch::pod_index as dispatch_pod_index;

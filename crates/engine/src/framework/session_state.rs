@@ -414,6 +414,11 @@ impl SessionState {
         self.jobs[job.index()].nodes_fit_errors.insert(task, errors);
     }
 
+    /// Records the NUMA resources a plugin gave a pod this session binds.
+    pub fn record_numa_assignment(&mut self, assignment: super::decisions::NumaAssignment) {
+        self.decisions.numa_assignments.push(assignment);
+    }
+
     /// Why the job as a whole waits (`job_fit_errors`).
     pub fn set_job_fit_error(&mut self, job: JobId, message: String) {
         self.jobs[job.index()].job_fit_errors = message;

@@ -67,6 +67,7 @@ pub struct ObservedObjects {
     pub claims: Vec<Arc<PersistentVolumeClaim>>,
     pub csi_nodes: Vec<Arc<CSINode>>,
     pub hyper_nodes: Vec<Arc<apis::HyperNode>>,
+    pub numatopologies: Vec<Arc<apis::Numatopology>>,
 }
 
 /// A node with the order in which it was first seen (Volcano's node list order).
@@ -107,6 +108,10 @@ pub struct ClusterState {
     storage: storage::StorageTables,
     /// HyperNodes and their tree (`hyper_nodes.rs`).
     hyper_nodes: hyper_nodes::HyperNodeTables,
+    /// Numatopology reports by node name (`numa.rs`).
+    numatopologies: Arc<BTreeMap<String, Arc<apis::Numatopology>>>,
+    /// CPUs given to pods bound since their node's last report, by node and pod (`numa.rs`).
+    numa_given: Arc<BTreeMap<String, BTreeMap<String, numa::NumaGiven>>>,
     next_node_seq: u64,
     /// Built on the first snapshot after the nodes or their load changed; shared by the
     /// snapshots taken since ([`ClusterState::node_table`]).
@@ -606,11 +611,14 @@ impl ClusterState {
             claims: self.claims().cloned().collect(),
             csi_nodes: self.csi_nodes().cloned().collect(),
             hyper_nodes: self.hyper_node_objects().cloned().collect(),
+            numatopologies: self.numatopologies.values().cloned().collect(),
         }
     }
 }
 
 mod hyper_nodes;
+mod numa;
+pub use numa::NumaGiven;
 pub mod invariants;
 mod node_table;
 mod storage;

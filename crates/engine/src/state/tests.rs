@@ -313,3 +313,42 @@ fn the_hyper_node_tree_follows_hyper_node_and_node_changes() {
     assert!(s.delete_hyper_node("leaf"));
     assert!(s.snapshot().hyper_node_tree().get("leaf").is_none());
 }
+
+fn numa_report(node: &str, reported_pods: &[&str]) -> apis::Numatopology {
+    let allocations: Vec<serde_json::Value> = reported_pods
+        .iter()
+        .map(|p| json!({"namespace": "ns", "name": p}))
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": node},
+        "spec": {"numares": {"cpu": {"allocatable": "0-7"}}, "podAllocations": allocations}
+    }))
+    .expect("numatopology")
+}
+
+fn given(cpus: &str) -> NumaGiven {
+    NumaGiven {
+        uid: String::new(),
+        resources: [("cpu".to_string(), cpus.to_string())].into(),
+    }
+}
+
+#[test]
+fn cpus_given_to_bound_pods_are_held_until_the_node_reports_every_one() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_pod(pod("p1", "volcano-rs", Some("n1"), "Running"));
+    s.upsert_pod(pod("p2", "volcano-rs", Some("n1"), "Running"));
+    s.upsert_numatopology(numa_report("n1", &[]));
+    s.assume_numa("n1", "ns/p1", given("0-1"));
+    s.assume_numa("n1", "ns/p2", given("2-3"));
+    assert_eq!(s.numa_pre_occupied("n1").len(), 2);
+    // One reported: both still held (the kubelet may have chosen differently).
+    s.upsert_numatopology(numa_report("n1", &["p1"]));
+    assert_eq!(s.numa_pre_occupied("n1").len(), 2);
+    // Both reported: the report alone counts.
+    s.upsert_numatopology(numa_report("n1", &["p1", "p2"]));
+    assert!(s.numa_pre_occupied("n1").is_empty());
+    // A pod deleted before it was reported holds nothing.
+    s.assume_numa("n1", "ns/gone", given("4-5"));
+    assert!(s.numa_pre_occupied("n1").is_empty());
+}

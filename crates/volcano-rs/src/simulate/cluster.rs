@@ -86,6 +86,9 @@ impl SimCluster {
         for hyper_node in &input.hyper_nodes {
             state.upsert_hyper_node(hyper_node.clone());
         }
+        for report in &input.numatopologies {
+            state.upsert_numatopology(report.clone());
+        }
         for volume in &input.volumes {
             state.upsert_volume(volume.clone());
         }
@@ -254,6 +257,14 @@ impl SimCluster {
                 self.now,
             );
             self.shared.lock().upsert_pod(pod.clone());
+        }
+
+        for a in &decisions.numa_assignments {
+            let given = engine::state::NumaGiven {
+                uid: a.pod_uid.clone(),
+                resources: a.resources.clone(),
+            };
+            self.shared.lock().assume_numa(&a.node, &a.pod, given);
         }
 
         for eviction in &decisions.evictions {

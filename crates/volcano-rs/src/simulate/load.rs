@@ -44,6 +44,7 @@ pub struct SimInput {
     pub storage_classes: Vec<StorageClass>,
     pub csi_nodes: Vec<CSINode>,
     pub hyper_nodes: Vec<apis::HyperNode>,
+    pub numatopologies: Vec<apis::Numatopology>,
     /// The scheduler configuration a daemon's `/debug/state` dump carries
     /// (`kind: SchedulerConfiguration`): its location and text. Used when no
     /// `--scheduler-conf` is given.
@@ -72,10 +73,11 @@ enum Kind {
     StorageClass,
     CSINode,
     HyperNode,
+    Numatopology,
 }
 
 impl Kind {
-    const ALL: [Kind; 13] = [
+    const ALL: [Kind; 14] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -89,6 +91,7 @@ impl Kind {
         Kind::StorageClass,
         Kind::CSINode,
         Kind::HyperNode,
+        Kind::Numatopology,
     ];
 
     fn name(self) -> &'static str {
@@ -106,6 +109,7 @@ impl Kind {
             Kind::StorageClass => "StorageClass",
             Kind::CSINode => "CSINode",
             Kind::HyperNode => "HyperNode",
+            Kind::Numatopology => "Numatopology",
         }
     }
 
@@ -122,6 +126,7 @@ impl Kind {
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::PodDisruptionBudget => "policy/v1",
             Kind::HyperNode => apis::topology::TOPOLOGY_API_VERSION,
+            Kind::Numatopology => apis::nodeinfo::NODEINFO_API_VERSION,
         }
     }
 
@@ -408,6 +413,7 @@ impl SimInput {
             Kind::StorageClass => self.storage_classes.push(typed(value, known, &fail)?),
             Kind::CSINode => self.csi_nodes.push(typed(value, known, &fail)?),
             Kind::HyperNode => self.hyper_nodes.push(typed(value, known, &fail)?),
+            Kind::Numatopology => self.numatopologies.push(typed(value, known, &fail)?),
         }
         if !self.seen.insert((known, key)) {
             self.warnings.push(format!(
@@ -445,7 +451,8 @@ has_meta!(
     PersistentVolume,
     StorageClass,
     CSINode,
-    apis::HyperNode
+    apis::HyperNode,
+    apis::Numatopology
 );
 
 /// Decodes one object and gives a namespaced object without a namespace the `default` one,
