@@ -220,7 +220,7 @@ impl Executor {
     pub fn assume(&self, decisions: &Decisions) {
         let mut state = self.shared.lock();
         for b in &decisions.binds {
-            if !state.assume_bind(&b.pod, &b.node) {
+            if !state.assume_bind_annotated(&b.pod, &b.node, &b.annotations) {
                 tracing::debug!(pod = %b.pod, "pod gone before its bind was assumed");
                 continue;
             }
@@ -366,6 +366,7 @@ impl Executor {
                 name: Some(name.to_string()),
                 namespace: Some(ns.to_string()),
                 uid: (!b.pod_uid.is_empty()).then(|| b.pod_uid.clone()),
+                annotations: (!b.annotations.is_empty()).then(|| b.annotations.clone()),
                 ..Default::default()
             },
             target: ObjectReference {

@@ -64,6 +64,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
         "network-topology",
         tests::network_topology::network_topology,
     ),
+    ("device-share", tests::device_share::device_share),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),
 ];

@@ -12,6 +12,7 @@ pub mod binpack;
 pub mod capacity;
 pub mod cdp;
 pub mod conformance;
+pub mod deviceshare;
 pub mod drf;
 pub mod extender;
 pub mod gang;
@@ -48,6 +49,7 @@ pub fn registry() -> PluginRegistry {
     registry.register(capacity::NAME, capacity::new);
     registry.register(cdp::NAME, cdp::new);
     registry.register(conformance::NAME, conformance::new);
+    registry.register(deviceshare::NAME, deviceshare::new);
     registry.register(drf::NAME, drf::new);
     registry.register(extender::NAME, extender::new);
     registry.register(gang::NAME, gang::new);
@@ -78,6 +80,7 @@ pub fn registry() -> PluginRegistry {
 pub fn check_arguments(plugin: &str, args: &Arguments) -> Vec<ArgWarning> {
     match plugin {
         binpack::NAME => binpack::check_arguments(args),
+        deviceshare::NAME => deviceshare::check_arguments(args),
         capacity::NAME => capacity::check_arguments(args),
         extender::NAME => extender::check_arguments(args),
         network_topology_aware::NAME => network_topology_aware::check_arguments(args),

@@ -335,6 +335,7 @@ fn bind(pod: &str, node: &str) -> Bind {
         node: node.into(),
         volumes: Vec::new(),
         volume_bind_timeout: Duration::ZERO,
+        annotations: Default::default(),
     }
 }
 

@@ -877,6 +877,7 @@ fn sessions_count_as_decided_or_empty() {
         node: "n".into(),
         volumes: Vec::new(),
         volume_bind_timeout: std::time::Duration::ZERO,
+        annotations: Default::default(),
     });
     m.record_decisions(&decided);
     let all = samples(&m.encode_text());

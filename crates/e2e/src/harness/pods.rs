@@ -8,6 +8,7 @@ use super::*;
 pub struct PodBuilder {
     pod: Pod,
     requests: BTreeMap<String, Quantity>,
+    limits: BTreeMap<String, Quantity>,
 }
 
 impl PodBuilder {
@@ -33,6 +34,7 @@ impl PodBuilder {
         PodBuilder {
             pod,
             requests: BTreeMap::new(),
+            limits: BTreeMap::new(),
         }
     }
 
@@ -43,6 +45,13 @@ impl PodBuilder {
     /// Any resource request.
     pub fn request(mut self, resource: &str, quantity: &str) -> Self {
         self.requests
+            .insert(resource.to_string(), Quantity(quantity.to_string()));
+        self
+    }
+
+    /// A limit (extended resources need one; their request then equals it).
+    pub fn limit(mut self, resource: &str, quantity: &str) -> Self {
+        self.limits
             .insert(resource.to_string(), Quantity(quantity.to_string()));
         self
     }
@@ -132,11 +141,13 @@ impl PodBuilder {
     }
 
     pub fn build(mut self) -> Pod {
-        if !self.requests.is_empty() {
+        if !self.requests.is_empty() || !self.limits.is_empty() {
             let requests = std::mem::take(&mut self.requests);
+            let limits = std::mem::take(&mut self.limits);
             if let Some(c) = self.spec().containers.first_mut() {
                 c.resources = Some(ResourceRequirements {
-                    requests: Some(requests),
+                    requests: (!requests.is_empty()).then_some(requests),
+                    limits: (!limits.is_empty()).then_some(limits),
                     ..Default::default()
                 });
             }

@@ -4,6 +4,7 @@
 pub mod badinput;
 pub mod basic;
 pub mod debugstate;
+pub mod device_share;
 pub mod evict;
 pub mod extender;
 pub mod faults;

@@ -15,6 +15,9 @@ pub struct Bind {
     pub volumes: Vec<VolumeWrite>,
     /// How long the bind may wait for the volume controller to complete `volumes`.
     pub volume_bind_timeout: std::time::Duration,
+    /// Pod annotations the binding carries (the API server copies them onto the pod with the
+    /// node): what a device plugin needs to know, e.g. the GPU cards chosen.
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// A plugin's pre-bind answer: the writes, and how long their completion may be waited for.
@@ -22,6 +25,8 @@ pub struct Bind {
 pub struct PreBindWrites {
     pub writes: Vec<VolumeWrite>,
     pub timeout: std::time::Duration,
+    /// Pod annotations the binding carries.
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// A volume write that must land before a pod's bind (spec `kubernetes.md` §7.9.4).

@@ -33,13 +33,14 @@ impl Session {
 
     /// `PreBind` of every plugin that has it, in plugin open order (as the event handlers): the
     /// writes in that order, and the longest wait any of them allows.
-    pub(crate) fn pre_bind_writes(&self, task: TaskId) -> super::decisions::PreBindWrites {
+    pub fn pre_bind_writes(&self, task: TaskId) -> super::decisions::PreBindWrites {
         let mut all = super::decisions::PreBindWrites::default();
         for (i, p) in self.instances.iter().enumerate() {
             if self.points[i].contains(EP::PRE_BIND) {
                 let answer = p.pre_bind(&self.state, task);
                 all.writes.extend(answer.writes);
                 all.timeout = all.timeout.max(answer.timeout);
+                all.annotations.extend(answer.annotations);
             }
         }
         all

@@ -289,6 +289,7 @@ impl Session {
             node: state.nodes[n.index()].name().to_string(),
             volumes: pre_bind.writes,
             volume_bind_timeout: pre_bind.timeout,
+            annotations: pre_bind.annotations,
         });
     }
 

@@ -249,12 +249,29 @@ impl ClusterState {
     /// Marks a decided bind as done in the state at once, so the next session cannot reuse
     /// the capacity. Returns false when the pod is gone.
     pub fn assume_bind(&mut self, key: &str, node: &str) -> bool {
+        self.assume_bind_annotated(key, node, &BTreeMap::new())
+    }
+
+    /// [`Self::assume_bind`] for a binding that also carries pod annotations, which the pod
+    /// then shows (as the API server copies them onto it).
+    pub fn assume_bind_annotated(
+        &mut self,
+        key: &str,
+        node: &str,
+        annotations: &BTreeMap<String, String>,
+    ) -> bool {
         let Some(spec) = self.pods.get(key) else {
             return false;
         };
         let observed = spec.pod.clone();
         let mut pod = (*observed).clone();
         pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        if !annotations.is_empty() {
+            pod.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         Arc::make_mut(&mut self.assumed).insert(key.to_string(), observed);
         // Binding, as in Volcano's cache until the watch shows the pod bound: it holds its
         // node's capacity, cannot be preempted, and does not yet count as scheduled for the

@@ -796,6 +796,7 @@ impl Plugin for Predicates {
         PreBindWrites {
             writes: self.assumed_volumes.writes(task),
             timeout: self.enabled.volume_bind_timeout,
+            ..PreBindWrites::default()
         }
     }
 

@@ -243,8 +243,15 @@ impl SimCluster {
                 tracing::warn!(pod = %bind.pod, "bind of an unknown pod ignored");
                 continue;
             };
-            // The binding sets the node and PodScheduled=True; the kubelet then starts the pod.
+            // The binding sets the node (and its annotations) and PodScheduled=True; the kubelet
+            // then starts the pod.
             pod.spec.get_or_insert_with(Default::default).node_name = Some(bind.node.clone());
+            if !bind.annotations.is_empty() {
+                pod.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .extend(bind.annotations.clone());
+            }
             let status = pod.status.get_or_insert_with(PodStatus::default);
             status.phase = Some("Running".to_string());
             set_pod_condition(

@@ -274,6 +274,7 @@ fn reaction_to_decisions() {
         node: "n1".into(),
         volumes: Vec::new(),
         volume_bind_timeout: std::time::Duration::ZERO,
+        annotations: Default::default(),
     });
     cluster.apply(&d);
     let a = &cluster.pods()["ns/a"];
@@ -308,6 +309,7 @@ fn quiet_sessions_change_nothing() {
         node: "n1".into(),
         volumes: Vec::new(),
         volume_bind_timeout: std::time::Duration::ZERO,
+        annotations: Default::default(),
     });
     assert!(changes_anything(&d));
 }

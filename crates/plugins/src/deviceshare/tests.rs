@@ -1,0 +1,205 @@
+//! Volcano's gpushare tests (`device_info_test.go`, `share_test.go`) and the plugin's own:
+//! the node filter, the cards chosen, what the bind carries, and undoing a placement.
+
+use engine::conf::ArgValue;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{Value, json};
+
+use super::gpushare::{self, Cards};
+use super::*;
+use crate::testutil::{StateLookup, TestCluster, allocate, pod};
+
+fn pod_with(limits: &[(&str, &str)], init: &[(&str, &str)]) -> Pod {
+    let limits_of = |l: &[(&str, &str)]| -> Value {
+        l.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
+    };
+    serde_json::from_value(json!({
+        "metadata": {"name": "p", "uid": "pod-uid"},
+        "spec": {
+            "containers": limits.iter().map(|l| json!({"name": "c", "resources": {"limits": limits_of(&[*l])}})).collect::<Vec<_>>(),
+            "initContainers": init.iter().map(|l| json!({"name": "i", "resources": {"limits": limits_of(&[*l])}})).collect::<Vec<_>>(),
+        }
+    }))
+    .expect("pod")
+}
+
+#[test]
+fn memory_and_cards_asked_take_the_larger_of_containers_and_the_init_peak() {
+    let m = GPU_MEMORY;
+    assert_eq!(
+        gpushare::memory_of_pod(&pod_with(&[(m, "1"), (m, "3")], &[])),
+        4
+    );
+    assert_eq!(
+        gpushare::memory_of_pod(&pod_with(&[(m, "2")], &[(m, "1"), (m, "3")])),
+        3
+    );
+    let n = GPU_NUMBER;
+    assert_eq!(
+        gpushare::number_of_pod(&pod_with(&[(n, "1"), (n, "3")], &[])),
+        4
+    );
+    assert_eq!(
+        gpushare::number_of_pod(&pod_with(&[(n, "2")], &[(n, "1"), (n, "3")])),
+        3
+    );
+}
+
+#[test]
+fn an_over_subscribed_card_is_full_not_negative() {
+    let mut cards = Cards::default();
+    cards.cards.insert(
+        0,
+        gpushare::Card {
+            memory: 1000,
+            pods: [("p1".to_string(), 3000)].into(),
+        },
+    );
+    assert!(cards.cards_with_memory(500).is_empty());
+}
+
+#[test]
+fn releasing_a_pod_frees_its_cards() {
+    let mut p = pod_with(&[(GPU_MEMORY, "100")], &[]);
+    p.metadata.annotations = Some([(GPU_INDEX.to_string(), "0".to_string())].into());
+    let mut cards = Cards::default();
+    cards.cards.insert(
+        0,
+        gpushare::Card {
+            memory: 1000,
+            pods: Default::default(),
+        },
+    );
+    cards.add_pod(&p);
+    assert!(cards.cards[&0].pods.contains_key("pod-uid"));
+    cards.remove_pod("pod-uid");
+    assert!(cards.cards[&0].pods.is_empty());
+}
+
+fn sharing() -> Arguments {
+    Arguments::from_pairs(&[(SHARING_KEY, ArgValue::Bool(true))])
+}
+
+/// Node `n1`: two cards of 1000 (card 0 unhealthy when asked).
+fn gpu_cluster(unhealthy: bool) -> TestCluster {
+    let mut c = TestCluster::new();
+    let resources =
+        json!({"cpu": "8", "memory": "16Gi", "pods": "110", GPU_MEMORY: "2000", GPU_NUMBER: "2"});
+    let annotations = if unhealthy {
+        json!({UNHEALTHY_IDS: "0"})
+    } else {
+        json!({})
+    };
+    let node = json!({
+        "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}, "annotations": annotations},
+        "status": {
+            "allocatable": resources.clone(),
+            "capacity": resources,
+            "conditions": [{"type": "Ready", "status": "True"}]
+        }
+    });
+    c.state
+        .upsert_node(serde_json::from_value(node).expect("node"));
+    c
+}
+
+fn gpu_pod(name: &str, resource: &str, amount: &str, index: Option<&str>) -> Value {
+    let node = index.map(|_| "n1");
+    let phase = if node.is_some() { "Running" } else { "Pending" };
+    let mut p = pod("ns", name, None, phase, node, json!({"cpu": "1"}));
+    p["spec"]["containers"][0]["resources"]["limits"] = json!({resource: amount});
+    if let Some(i) = index {
+        p["metadata"]["annotations"][GPU_INDEX] = json!(i);
+    }
+    p
+}
+
+fn session_with(c: &TestCluster, args: Arguments) -> engine::framework::Session {
+    let mut option = engine::conf::PluginOption::new(NAME);
+    option.arguments = args;
+    c.session_with(vec![vec![option]])
+}
+
+#[test]
+fn a_pod_fits_where_one_card_has_the_memory_idle() {
+    let mut c = gpu_cluster(false);
+    c.pod(gpu_pod("running", GPU_MEMORY, "800", Some("0")));
+    c.pod(gpu_pod("small", GPU_MEMORY, "500", None));
+    c.pod(gpu_pod("large", GPU_MEMORY, "1200", None));
+    let ssn = session_with(&c, sharing());
+    let n1 = ssn.state.node_by_key("n1");
+    assert!(ssn.predicate(ssn.state.task_by_key("ns/small"), n1).is_ok());
+    let err = ssn
+        .predicate(ssn.state.task_by_key("ns/large"), n1)
+        .expect_err("no card has 1200 idle");
+    assert!(
+        err.reasons()
+            .any(|r| r == "GpuShare no enough gpu memory on node n1")
+    );
+}
+
+#[test]
+fn the_placed_pod_gets_the_first_card_with_room_and_its_bind_carries_it() {
+    let mut c = gpu_cluster(false);
+    c.pod(gpu_pod("running", GPU_MEMORY, "800", Some("0")));
+    c.pod(gpu_pod("small", GPU_MEMORY, "500", None));
+    let mut ssn = session_with(&c, sharing());
+    allocate(&mut ssn, "ns/small", "n1");
+    let task = ssn.state.task_by_key("ns/small");
+    let writes = ssn.pre_bind_writes(task);
+    assert_eq!(
+        writes.annotations.get(GPU_INDEX).map(String::as_str),
+        Some("1")
+    );
+    assert!(writes.annotations.contains_key(PREDICATE_TIME));
+}
+
+#[test]
+fn unhealthy_cards_are_left_out() {
+    let mut c = gpu_cluster(true);
+    c.pod(gpu_pod("p", GPU_MEMORY, "1500", None));
+    c.pod(gpu_pod("q", GPU_MEMORY, "900", None));
+    let ssn = session_with(&c, sharing());
+    let n1 = ssn.state.node_by_key("n1");
+    assert!(ssn.predicate(ssn.state.task_by_key("ns/p"), n1).is_err());
+    assert!(ssn.predicate(ssn.state.task_by_key("ns/q"), n1).is_ok());
+}
+
+#[test]
+fn whole_cards_by_number_need_cards_no_pod_uses() {
+    let mut c = gpu_cluster(false);
+    c.pod(gpu_pod("running", GPU_NUMBER, "1", Some("1")));
+    c.pod(gpu_pod("two", GPU_NUMBER, "2", None));
+    c.pod(gpu_pod("one", GPU_NUMBER, "1", None));
+    let args = Arguments::from_pairs(&[(NUMBER_KEY, ArgValue::Bool(true))]);
+    let mut ssn = session_with(&c, args);
+    let n1 = ssn.state.node_by_key("n1");
+    let err = ssn
+        .predicate(ssn.state.task_by_key("ns/two"), n1)
+        .expect_err("one card is in use");
+    assert!(
+        err.reasons()
+            .any(|r| r == "GpuNumber no enough gpu number on node n1")
+    );
+    allocate(&mut ssn, "ns/one", "n1");
+    let writes = ssn.pre_bind_writes(ssn.state.task_by_key("ns/one"));
+    assert_eq!(
+        writes.annotations.get(GPU_INDEX).map(String::as_str),
+        Some("0")
+    );
+}
+
+#[test]
+fn switches_that_conflict_or_are_not_provided_are_reported() {
+    let both = Arguments::from_pairs(&[
+        (SHARING_KEY, ArgValue::Bool(true)),
+        (NUMBER_KEY, ArgValue::Bool(true)),
+        ("deviceshare.VGPUEnable", ArgValue::Bool(true)),
+    ]);
+    let mut warnings = Vec::new();
+    let c = Config::read(&both, &mut warnings);
+    assert!(c.gpu_sharing && !c.gpu_number);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    let off = new(&Arguments::new());
+    assert_eq!(off.extension_points(), ExtensionPoints::NONE);
+}
