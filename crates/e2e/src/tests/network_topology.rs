@@ -6,7 +6,7 @@
 //! `network-topology-aware` plugin configured:
 //!
 //! 1. A gang of 4 with `mode: hard, highestTierAllowed: 1` fits no rack: nothing binds, and the
-//!    PodGroup's Unschedulable condition names the tier.
+//!    PodGroup's Unschedulable condition and the pods' `PodScheduled` message name the tier.
 //! 2. The same gang allowed tier 2 (`highestTierName: spine-tier`) binds, across both racks.
 //! 3. Once it is gone, a gang of 3 allowed tier 1 binds, all in rack `b` (the only rack with
 //!    three nodes).
@@ -94,6 +94,9 @@ async fn run(env: Env) -> anyhow::Result<()> {
         message.contains("highestTierAllowed 1"),
         "the condition should give the constraint: {message}"
     );
+    // A pod without an error of its own says the same (not where a dry run put it).
+    ctx.wait_unschedulable("wide-0", "no HyperNode of tier 1 or below", WAIT)
+        .await?;
     ensure!(condition.status == "True", "condition: {condition:?}");
     ensure!(
         ctx.bound_pods().await?.is_empty(),

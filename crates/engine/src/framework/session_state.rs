@@ -420,6 +420,17 @@ impl SessionState {
     }
 
     /// Why the job as a whole waits (`job_fit_errors`).
+    /// Forgets where the job's pending tasks would have gone in discarded placements, so that
+    /// their `PodScheduled` message gives why they wait instead of a dry run's node.
+    pub fn forget_dry_runs(&mut self, job: JobId) {
+        for &t in &self.jobs[job.index()].tasks {
+            let task = &mut self.tasks[t.index()];
+            if task.status == TaskStatus::Pending {
+                task.last_transaction = None;
+            }
+        }
+    }
+
     pub fn set_job_fit_error(&mut self, job: JobId, message: String) {
         self.jobs[job.index()].job_fit_errors = message;
     }

@@ -355,8 +355,8 @@ pub(super) fn record_decision(ssn: &mut Session, job: JobId, placed: &Placed) {
 }
 
 /// A job whose hard constraint (as written) found no HyperNode: say so, with the tier, in the
-/// job's fit error (the PodGroup's Unschedulable condition and the pods' `PodScheduled`
-/// message carry it). A soft constraint may span the whole cluster, so its failure is the
+/// job's fit error (the PodGroup's Unschedulable condition and the `PodScheduled` message of
+/// the pods without an error of their own carry it). A soft constraint may span the whole cluster, so its failure is the
 /// flat path's and keeps the flat path's text.
 pub(super) fn explain_unplaced(ssn: &mut Session, job: JobId) {
     let j = ssn.state.job(job);
@@ -379,4 +379,7 @@ pub(super) fn explain_unplaced(ssn: &mut Session, job: JobId) {
         None => message.push_str("; none of them has idle resources for what the job needs"),
     }
     ssn.state.set_job_fit_error(job, message);
+    // The dry runs' nodes ("can possibly be assigned to …") would say the opposite of why the
+    // pods wait (Volcano shows them); the pods say this instead.
+    ssn.state.forget_dry_runs(job);
 }
