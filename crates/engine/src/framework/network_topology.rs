@@ -12,21 +12,19 @@ use super::session_state::SessionState;
 use crate::model::topology::GradientQuery;
 
 impl SessionState {
-    /// Builds the session's tree and each job's constraint, and recovers the HyperNode each
-    /// job with a constraint already runs in from where its tasks are (§2.5 items 4–7).
+    /// Builds the session's tree and, for the jobs given (those with a constraint or sub-group
+    /// policies), each one's constraint and sub-jobs, and recovers the HyperNode each already
+    /// runs in from where its tasks are (§2.5 items 4–7).
     ///
     /// Volcano keeps a job's allocated HyperNode in memory between cycles and recovers it
     /// this way only after a restart; here every session recovers it. Both give the lowest
     /// HyperNode holding the job's placed tasks.
-    pub(super) fn install_topology(&mut self) {
+    pub(super) fn install_topology(&mut self, with_topology: &[JobId]) {
         let tree = self.snapshot.hyper_node_tree().clone();
         let names: Vec<&str> = self.nodes.iter().map(|n| n.name()).collect();
         self.topology = SessionTopology::build(&tree, &names);
-        for j in 0..self.jobs.len() {
+        for j in with_topology.iter().map(|j| j.index()) {
             let spec = self.jobs[j].spec.clone();
-            if spec.network_topology.is_none() && spec.sub_group_policy.is_empty() {
-                continue;
-            }
             if let Some(written) = &spec.network_topology {
                 let constraint = self.topology.constraint_of(written);
                 warn_untranslated(&spec.uid, &constraint);

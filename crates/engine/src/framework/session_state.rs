@@ -528,6 +528,9 @@ pub(super) fn build_state(
     // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we
     // also say why on the PodGroup (the executor publishes an identical event once).
     let mut jobs: Vec<JobInfo> = Vec::new();
+    // Jobs with a network-topology constraint or sub-group policies, for `install_topology`
+    // (looking for them afterwards would touch every job's spec again).
+    let mut with_topology: Vec<JobId> = Vec::new();
     let mut job_by_uid = FxHashMap::default();
     let mut events = Vec::new();
     for (pg, spec) in snapshot.pod_group_jobs() {
@@ -558,6 +561,9 @@ pub(super) fn build_state(
                     spec.priority_class_name
                 ),
             });
+        }
+        if spec.network_topology.is_some() || spec.has_sub_group_policy {
+            with_topology.push(JobId::from_index(jobs.len()));
         }
         let mut job = JobInfo::from_spec(spec.clone());
         job.queue = Some(queue);
@@ -634,7 +640,7 @@ pub(super) fn build_state(
         topology: crate::model::SessionTopology::default(),
         task_job_hyper_node: FxHashMap::default(),
     };
-    state.install_topology();
+    state.install_topology(&with_topology);
     state
 }
 

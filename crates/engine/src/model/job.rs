@@ -112,6 +112,9 @@ pub struct JobInfo {
     /// The sub-jobs of a job with sub-group policies; empty otherwise (the job is then its own
     /// one sub-job, [`super::SubJobId::WHOLE_JOB`]).
     pub sub_jobs: Vec<super::SubJob>,
+    /// The PodGroup has sub-group policies (kept here: the checks that ask it run for every job
+    /// in every action, and the spec lives in another allocation).
+    pub has_policies: bool,
 }
 
 impl JobInfo {
@@ -128,6 +131,7 @@ impl JobInfo {
 
     /// A job without tasks yet, in the status its spec was observed with.
     pub fn from_spec(spec: Arc<JobSpec>) -> Self {
+        let has_policies = spec.has_sub_group_policy;
         JobInfo {
             status: spec.baseline.clone().unwrap_or_default(),
             renewed_condition: None,
@@ -146,6 +150,7 @@ impl JobInfo {
             allocated_hyper_node: None,
             sub_job_allocated_hyper_node: None,
             sub_jobs: Vec::new(),
+            has_policies,
         }
     }
 

@@ -238,7 +238,7 @@ impl super::JobInfo {
 
     /// `ContainsSubJobPolicy`.
     pub fn has_sub_job_policy(&self) -> bool {
-        self.spec.has_sub_group_policy
+        self.has_policies
     }
 
     /// `ContainsHardTopology`: the job's or one of its sub-jobs' constraint is hard.
@@ -298,6 +298,9 @@ impl super::JobInfo {
 
     /// `CheckSubJobValid`: every policy has at least `minSubGroups` sub-jobs.
     pub fn check_sub_job_valid(&self) -> bool {
+        if !self.has_policies {
+            return true;
+        }
         self.min_sub_jobs()
             .into_iter()
             .all(|(name, min)| self.count_sub_jobs(name, |_| true) >= min)
@@ -305,6 +308,9 @@ impl super::JobInfo {
 
     /// `CheckSubJobReady`: every policy with a minimum has that many ready sub-jobs.
     pub fn check_sub_job_ready(&self, tasks: &[TaskInfo]) -> bool {
+        if !self.has_policies {
+            return true;
+        }
         self.min_sub_jobs()
             .into_iter()
             .filter(|(_, min)| *min != 0)
@@ -313,6 +319,9 @@ impl super::JobInfo {
 
     /// `CheckSubJobPipelined`: the same with pipelined sub-jobs.
     pub fn check_sub_job_pipelined(&self, tasks: &[TaskInfo]) -> bool {
+        if !self.has_policies {
+            return true;
+        }
         self.min_sub_jobs()
             .into_iter()
             .filter(|(_, min)| *min != 0)

@@ -123,6 +123,7 @@ fn policy_minimums_count_sub_jobs_by_policy() {
     let mut job = crate::model::JobInfo::new("j".into(), "j".into(), "ns".into(), "q".into(), 1);
     std::sync::Arc::make_mut(&mut job.spec).sub_group_policy = policies.to_vec();
     std::sync::Arc::make_mut(&mut job.spec).has_sub_group_policy = true;
+    job.has_policies = true;
     job.tasks = ids(2);
     job.sub_jobs = build("j", &policies, None, &job.tasks, &tasks);
     assert!(job.check_sub_job_valid());
