@@ -2,9 +2,9 @@
 //! resources are being released (pipeline), respecting gangs (spec/framework.md §6.2).
 //!
 //! Jobs with a hard network-topology constraint (soft ones become hard up to the root's tier
-//! when the session opens) take Volcano's HyperNode-aware path (§6.2.5, [`hyper_node`]); the
-//! others take the flat path over every node. Jobs with sub-group policies take the flat path
-//! too: their sub-groups are not placed one by one yet.
+//! when the session opens) or with sub-group policies take Volcano's HyperNode-aware path
+//! (§6.2.5, [`hyper_node`]), sub-group by sub-group; the others take the flat path over every
+//! node.
 
 mod hyper_node;
 mod sub_job;

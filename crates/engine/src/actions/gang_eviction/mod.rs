@@ -9,8 +9,9 @@
 //! evicts the victims and pipelines every pending task. The first dry run that leaves the job
 //! pipelined is kept; its evictions are committed with the job's statement.
 //!
-//! HyperNodes are not modelled yet (network topology): the only domain is the whole cluster,
-//! as in Volcano without a topology gradient plugin; `maxDomains` is read and validated.
+//! The only domain is the whole cluster, as in Volcano without a topology gradient plugin: the
+//! HyperNode domains (the eviction gradient of `network-topology-aware`) and the nominations
+//! allocate would redeem are not used yet; `maxDomains` is read and validated.
 //!
 //! Differences from Volcano, on purpose (docs/fairness.md, docs/architecture.md), each so that
 //! no eviction happens that achieves nothing:

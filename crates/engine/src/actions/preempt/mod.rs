@@ -18,9 +18,8 @@
 //! to need are spared again; an eviction whose resources the victim's job would take straight
 //! back in the next cycle is refused.
 //!
-//! Jobs with network topology, which Volcano never lets preempt, do not exist here (no
-//! hyperNodes are modelled), and there are no scheduler shards, so every node is in one
-//! candidate group.
+//! Jobs with network topology (on the job or a sub-group) never preempt, as in Volcano, and
+//! there are no scheduler shards, so every node is in one candidate group.
 
 use std::collections::BTreeMap;
 
@@ -59,7 +58,11 @@ pub fn execute(ssn: &mut Session) {
     for job in job_ids {
         let j = ssn.state.job(job);
         let Some(queue) = j.queue else { continue };
-        if j.is_pending() || ssn.job_valid(job).is_some() || !ssn.job_starving(job) {
+        if j.is_pending()
+            || j.contains_network_topology()
+            || ssn.job_valid(job).is_some()
+            || !ssn.job_starving(job)
+        {
             continue;
         }
         preemptors
