@@ -716,6 +716,12 @@ async fn cleanup_inner(env: &Env, name: &str) -> anyhow::Result<()> {
             .await,
     )
     .context("deleting HyperNodes")?;
+    ignore_not_found(
+        Api::<apis::Numatopology>::all(client.clone())
+            .delete_collection(&DeleteParams::default(), &by_label)
+            .await,
+    )
+    .context("deleting Numatopologies")?;
     let leases: Api<Lease> = Api::namespaced(client.clone(), LEASE_NAMESPACE);
     ignore_not_found(
         leases

@@ -14,6 +14,7 @@ pub mod killloop;
 pub mod leader;
 pub mod network_topology;
 pub mod nodegroup;
+pub mod numa;
 pub mod operator;
 pub mod owners;
 pub mod quota;
