@@ -493,6 +493,14 @@ impl TestCtx {
         self.daemon_logging("info", extra_args).await
     }
 
+    /// [`Self::daemon`] with this scheduler configuration, written to `<log_dir>/<test>.conf`.
+    pub async fn daemon_with_conf(&self, conf: &str) -> anyhow::Result<Daemon> {
+        let path = self.env.log_dir.join(format!("{}.conf", self.name));
+        std::fs::write(&path, conf).context("writing the scheduler configuration")?;
+        let path = path.display().to_string();
+        self.daemon(&["--scheduler-conf", &path]).await
+    }
+
     /// Starts `volcano-rs run` for this test: its kubeconfig, scheduler name, node selector,
     /// Lease, `--leader-elect=false`, `--schedule-period 200ms` and free loopback ports for
     /// `--listen-address`/`--healthz-address`, each unless `extra_args` gives that flag itself.

@@ -61,10 +61,7 @@ async fn run(env: Env) -> anyhow::Result<()> {
     let queue = ctx.queue("q", 1).await?;
     create_hyper_nodes(&env, &ctx).await?;
 
-    let conf = env.log_dir.join(format!("{NAME}.conf"));
-    std::fs::write(&conf, CONF).context("writing the scheduler configuration")?;
-    let conf = conf.display().to_string();
-    let _daemon = ctx.daemon(&["--scheduler-conf", &conf]).await?;
+    let _daemon = ctx.daemon_with_conf(CONF).await?;
 
     // 1. Tier 1 only: no rack has four nodes.
     gang(&ctx, &queue, "wide", 4, tier(1)).await?;

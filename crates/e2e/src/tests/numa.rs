@@ -89,10 +89,7 @@ async fn run(env: Env) -> anyhow::Result<()> {
             .context("creating a Numatopology")?;
     }
     let queue = ctx.queue("q", 1).await?;
-    let conf = env.log_dir.join(format!("{NAME}.conf"));
-    std::fs::write(&conf, CONF).context("writing the scheduler configuration")?;
-    let conf = conf.display().to_string();
-    let _daemon = ctx.daemon(&["--scheduler-conf", &conf]).await?;
+    let _daemon = ctx.daemon_with_conf(CONF).await?;
 
     for name in ["first", "second"] {
         ctx.pod(name)
