@@ -61,10 +61,14 @@ fn reported(n: &Numatopology, pod_key: &str, uid: &str) -> bool {
 impl ClusterState {
     /// Records the CPUs `numa-aware` gave a pod it bound to `node`.
     pub fn assume_numa(&mut self, node: &str, pod_key: &str, given: NumaGiven) {
-        Arc::make_mut(&mut self.numa_given)
+        // Pods deleted since hold nothing; forgetting them here keeps the table to live pods
+        // on a node whose agent never reports.
+        let pods = self.pods.clone();
+        let on_node = Arc::make_mut(&mut self.numa_given)
             .entry(node.to_string())
-            .or_default()
-            .insert(pod_key.to_string(), given);
+            .or_default();
+        on_node.retain(|pod, _| pods.contains_key(pod));
+        on_node.insert(pod_key.to_string(), given);
     }
 
     /// What still holds CPUs on `node` beyond its report: every recorded pod's CPUs while one

@@ -348,7 +348,14 @@ fn cpus_given_to_bound_pods_are_held_until_the_node_reports_every_one() {
     // Both reported: the report alone counts.
     s.upsert_numatopology(numa_report("n1", &["p1", "p2"]));
     assert!(s.numa_pre_occupied("n1").is_empty());
-    // A pod deleted before it was reported holds nothing.
+    // A pod deleted before it was reported holds nothing (and is dropped at the next record).
     s.assume_numa("n1", "ns/gone", given("4-5"));
     assert!(s.numa_pre_occupied("n1").is_empty());
+    s.upsert_pod(pod("p3", "volcano-rs", Some("n1"), "Running"));
+    s.assume_numa("n1", "ns/p3", given("6-7"));
+    assert_eq!(
+        s.numa_pre_occupied("n1").len(),
+        1,
+        "only the live pod holds CPUs"
+    );
 }
