@@ -49,11 +49,15 @@ impl Worksheet {
                 not_ready.push(sj);
             }
         }
+        // Asked both ways, so that equal sub-jobs compare equal (a sort may panic on an order
+        // that is not total).
         not_ready.sort_by(|&l, &r| {
             if ssn.sub_job_order(job, l, r) {
                 std::cmp::Ordering::Less
-            } else {
+            } else if ssn.sub_job_order(job, r, l) {
                 std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
             }
         });
         let mut required = BTreeSet::new();
