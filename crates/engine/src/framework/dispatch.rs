@@ -15,7 +15,11 @@ use super::session::{PluginSlot, Session};
 
 impl Session {
     /// Slots that take part in `point`, given their gate.
-    fn slots_for(&self, point: EP, gate: Option<Gate>) -> impl Iterator<Item = &PluginSlot> + '_ {
+    pub(super) fn slots_for(
+        &self,
+        point: EP,
+        gate: Option<Gate>,
+    ) -> impl Iterator<Item = &PluginSlot> + '_ {
         self.slots.iter().filter(move |s| {
             gate.is_none_or(|g| s.option.is_enabled(g)) && self.points[s.instance].contains(point)
         })
@@ -364,7 +368,7 @@ impl Session {
             .all(|s| self.instances[s.instance].job_ready(&self.state, job))
     }
 
-    fn tiered_vote(
+    pub(super) fn tiered_vote(
         &self,
         point: EP,
         gate: Gate,

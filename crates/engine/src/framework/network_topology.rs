@@ -197,15 +197,13 @@ impl Session {
     /// `HyperNodeGradientForJobFn` / `ForSubJobFn`: the first plugin (in tier order) that
     /// registered it answers; without one the start HyperNode alone is the only gradient.
     pub fn hyper_node_gradient(&self, query: &GradientQuery<'_>) -> Vec<Vec<HyperNodeId>> {
-        for s in self.slots.iter() {
-            if !s.option.is_enabled(Gate::HyperNodeGradient)
-                || !self.points[s.instance].contains(EP::HYPER_NODE_GRADIENT)
-            {
-                continue;
-            }
-            return self.instances[s.instance].hyper_node_gradient(&self.state, query);
+        match self
+            .slots_for(EP::HYPER_NODE_GRADIENT, Some(Gate::HyperNodeGradient))
+            .next()
+        {
+            Some(s) => self.instances[s.instance].hyper_node_gradient(&self.state, query),
+            None => vec![vec![query.start]],
         }
-        vec![vec![query.start]]
     }
 
     /// `HyperNodeOrderMapFn`: each candidate's scores summed over the plugins, aligned with
@@ -217,12 +215,7 @@ impl Session {
         candidates: &[HyperNodeId],
     ) -> Vec<f64> {
         let mut total = vec![0.0; candidates.len()];
-        for s in self.slots.iter() {
-            if !s.option.is_enabled(Gate::HyperNodeOrder)
-                || !self.points[s.instance].contains(EP::HYPER_NODE_ORDER)
-            {
-                continue;
-            }
+        for s in self.slots_for(EP::HYPER_NODE_ORDER, Some(Gate::HyperNodeOrder)) {
             let scores =
                 self.instances[s.instance].hyper_node_order(&self.state, job, sub_job, candidates);
             for (t, v) in total.iter_mut().zip(scores) {
@@ -231,56 +224,31 @@ impl Session {
         }
         total
     }
-}
 
-impl Session {
     /// `SubJobReady`: the job's readiness for a job without policies; else every plugin that
     /// registered it must agree.
     pub fn sub_job_ready(&self, job: JobId, sj: SubJobId) -> bool {
         if !self.state.job(job).has_sub_job_policy() {
             return self.job_ready(job);
         }
-        self.slots
-            .iter()
-            .filter(|s| {
-                s.option.is_enabled(Gate::SubJobReady)
-                    && self.points[s.instance].contains(EP::SUB_JOB_READY)
-            })
+        self.slots_for(EP::SUB_JOB_READY, Some(Gate::SubJobReady))
             .all(|s| self.instances[s.instance].sub_job_ready(&self.state, job, sj))
     }
 
-    /// `SubJobPipelined`: the job's for a job without policies; else a tier-by-tier vote in
-    /// which a permit ends the count and a reject refuses.
+    /// `SubJobPipelined`: the job's for a job without policies; else the tier-aware vote of
+    /// `JobPipelined`.
     pub fn sub_job_pipelined(&self, job: JobId, sj: SubJobId) -> bool {
         if !self.state.job(job).has_sub_job_policy() {
             return self.job_pipelined(job);
         }
-        for tier in 0..self.tier_count {
-            let mut permitted = false;
-            for s in self.slots.iter().filter(|s| {
-                s.tier == tier
-                    && s.option.is_enabled(Gate::SubJobPipelined)
-                    && self.points[s.instance].contains(EP::SUB_JOB_PIPELINED)
-            }) {
-                let vote = self.instances[s.instance].sub_job_pipelined(&self.state, job, sj);
-                if vote < 0 {
-                    return false;
-                }
-                permitted |= vote > 0;
-            }
-            if permitted {
-                return true;
-            }
-        }
-        true
+        self.tiered_vote(EP::SUB_JOB_PIPELINED, Gate::SubJobPipelined, |p| {
+            p.sub_job_pipelined(&self.state, job, sj)
+        })
     }
 
     /// `SubJobOrderFn`: the first plugin with an opinion, else the match index, then the uid.
     pub fn sub_job_order(&self, job: JobId, l: SubJobId, r: SubJobId) -> bool {
-        for s in self.slots.iter().filter(|s| {
-            s.option.is_enabled(Gate::SubJobOrder)
-                && self.points[s.instance].contains(EP::SUB_JOB_ORDER)
-        }) {
+        for s in self.slots_for(EP::SUB_JOB_ORDER, Some(Gate::SubJobOrder)) {
             match self.instances[s.instance].sub_job_order(&self.state, job, l, r) {
                 std::cmp::Ordering::Less => return true,
                 std::cmp::Ordering::Greater => return false,

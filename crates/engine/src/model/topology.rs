@@ -87,8 +87,10 @@ pub struct SessionTopology {
     tiers: Vec<i32>,
     by_tier: BTreeMap<i32, Vec<HyperNodeId>>,
     tier_names: BTreeMap<String, i32>,
-    /// Per node index: the HyperNode of the lowest tier that holds it (`FindHyperNodeForNode`).
-    lowest_of_node: Vec<Option<HyperNodeId>>,
+    /// Per node index: the HyperNodes holding it, one per tier (the first of the tier's list),
+    /// lowest tier first; filled only when real HyperNodes exist (else the root alone holds
+    /// every node).
+    holding: Vec<Vec<HyperNodeId>>,
     ready: bool,
 }
 
@@ -170,15 +172,20 @@ impl SessionTopology {
         }
         topo.tiers = topo.by_tier.keys().copied().collect();
         if topo.entries.len() == 1 {
-            // The root alone: it is every node's lowest HyperNode (`lowest_of_node`).
+            // The root alone: it holds every node (`holding_in_tier`).
             return topo;
         }
-        topo.lowest_of_node = vec![None; node_names.len()];
-        // Highest tier first, so that the lowest tier holding a node writes last.
-        for ids in topo.by_tier.values().rev() {
+        topo.holding = vec![Vec::new(); node_names.len()];
+        for (&tier, ids) in &topo.by_tier {
             for &id in ids {
                 for &n in &topo.entries[id.index()].nodes {
-                    topo.lowest_of_node[n.index()] = Some(id);
+                    let held = &mut topo.holding[n.index()];
+                    if held
+                        .last()
+                        .is_none_or(|&h| topo.entries[h.index()].tier != tier)
+                    {
+                        held.push(id);
+                    }
                 }
             }
         }
@@ -241,22 +248,32 @@ impl SessionTopology {
         &self.tiers
     }
 
-    /// The HyperNodes of a tier.
-    pub fn of_tier(&self, tier: i32) -> &[HyperNodeId] {
-        self.by_tier.get(&tier).map(Vec::as_slice).unwrap_or(&[])
-    }
-
     /// Tier name → tier (`HyperNodeTierNameMap`).
     pub fn tier_of_name(&self, name: &str) -> Option<i32> {
         self.tier_names.get(name).copied()
     }
 
-    /// The HyperNode of the lowest tier holding `node` (the root when no other does).
+    /// The HyperNode of the lowest tier holding `node` (the root when no other does;
+    /// `FindHyperNodeForNode`).
     pub fn lowest_of_node(&self, node: NodeId) -> Option<HyperNodeId> {
         if self.entries.len() == 1 {
             return (node.index() < self.entries[0].nodes.len()).then(|| self.root());
         }
-        self.lowest_of_node.get(node.index()).copied().flatten()
+        self.holding.get(node.index())?.first().copied()
+    }
+
+    /// The HyperNode of `tier` holding `node`, if any.
+    pub fn holding_in_tier(&self, node: NodeId, tier: i32) -> Option<HyperNodeId> {
+        if self.entries.len() == 1 {
+            let root = self.root();
+            return (self.tier(root) == tier && node.index() < self.entries[0].nodes.len())
+                .then_some(root);
+        }
+        self.holding
+            .get(node.index())?
+            .iter()
+            .copied()
+            .find(|&h| self.tier(h) == tier)
     }
 
     /// `id`, its parent, … up to the root (`GetAncestors`).
@@ -278,17 +295,34 @@ impl SessionTopology {
         let (Some(a), Some(b)) = (a, b) else {
             return a.or(b);
         };
-        let of_a = self.ancestors(a);
-        self.ancestors(b).into_iter().find(|x| of_a.contains(x))
+        // Walked without collecting: this runs per task and node while scoring.
+        let mut at = Some(b);
+        // At most one step per HyperNode: a tree that is not ready may have a cycle.
+        for _ in 0..=self.entries.len() {
+            let x = at?;
+            if self.is_ancestor_or_self(x, a) {
+                return Some(x);
+            }
+            at = self.entries[x.index()].parent;
+        }
+        None
     }
 
-    /// Σ over the HyperNode's nodes of what `of` gives for each.
-    pub fn sum_over_nodes(&self, id: HyperNodeId, of: impl Fn(NodeId) -> Resource) -> Resource {
-        let mut total = Resource::empty();
-        for &n in self.nodes(id) {
-            total.add(&of(n));
+    /// Whether `anc` is `id` or one of its ancestors.
+    fn is_ancestor_or_self(&self, anc: HyperNodeId, id: HyperNodeId) -> bool {
+        let mut at = Some(id);
+        let mut steps = 0;
+        while let Some(x) = at {
+            if x == anc {
+                return true;
+            }
+            steps += 1;
+            if steps > self.entries.len() {
+                return false;
+            }
+            at = self.entries[x.index()].parent;
         }
-        total
+        false
     }
 
     /// Normalises a PodGroup's constraint (§2.5 item 6): a tier name becomes its tier, and

@@ -234,11 +234,7 @@ fn packing_scores(
             let sum: f64 = tiers
                 .iter()
                 .map(|&(tier, w)| {
-                    let hn = topology
-                        .of_tier(tier)
-                        .iter()
-                        .copied()
-                        .find(|&h| topology.contains(h, n));
+                    let hn = topology.holding_in_tier(n, tier);
                     w * hn.map_or(1.0, |h| fill(plugin, h, &request))
                 })
                 .sum();
