@@ -65,6 +65,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
         tests::network_topology::network_topology,
     ),
     ("device-share", tests::device_share::device_share),
+    ("device-share-vgpu", tests::device_share::device_share_vgpu),
     ("numa-aware", tests::numa::numa_aware),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),

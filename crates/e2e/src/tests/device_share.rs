@@ -4,6 +4,13 @@
 //! each. Two bind, each on its own card: the binding carries `volcano.sh/gpu-index` and
 //! `volcano.sh/predicate-time`, and the API server copies them onto the pods. The third waits
 //! with the device's reason although the node has 800 left in total (no card has 600).
+//!
+//! `device-share-vgpu`: the vGPU device. A KWOK node registers two cards of 16384 MiB in
+//! `volcano.sh/node-vgpu-register`. Under `binpack`, pods created one at a time fill the first
+//! card before the second: each later session reads the cards taken from the bound pods'
+//! `volcano.sh/vgpu-ids-new`, which the binding wrote. A pod wanting two cards of 3000 MiB then
+//! waits with the device's reason: only one card has that much left, though the node has
+//! 6768 MiB in all.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -22,7 +29,10 @@ const GPU_MEMORY: &str = "volcano.sh/gpu-memory";
 const GPU_NUMBER: &str = "volcano.sh/gpu-number";
 const GPU_INDEX: &str = "volcano.sh/gpu-index";
 
-const CONF: &str = r#"actions: "enqueue, allocate, backfill"
+/// The configuration with `deviceshare` given these arguments (YAML lines, indented).
+fn conf(arguments: &str) -> String {
+    format!(
+        r#"actions: "enqueue, allocate, backfill"
 tiers:
 - plugins:
   - name: priority
@@ -33,8 +43,15 @@ tiers:
   - name: nodeorder
   - name: deviceshare
     arguments:
-      deviceshare.GPUSharingEnable: true
-"#;
+{arguments}"#
+    )
+}
+
+const SHARING_ARGS: &str = "      deviceshare.GPUSharingEnable: true\n";
+const VGPU_ARGS: &str = "      deviceshare.VGPUEnable: true
+      deviceshare.SchedulePolicy: binpack
+      deviceshare.ScheduleWeight: 10
+";
 
 pub fn device_share(env: Env) -> BoxFuture<'static, anyhow::Result<()>> {
     Box::pin(async move { run(env).await })
@@ -42,29 +59,15 @@ pub fn device_share(env: Env) -> BoxFuture<'static, anyhow::Result<()>> {
 
 async fn run(env: Env) -> anyhow::Result<()> {
     let ctx = TestCtx::new(&env, NAME).await?;
-    let q = |s: &str| Quantity(s.to_string());
-    let allocatable = BTreeMap::from([
-        ("cpu".to_string(), q("8")),
-        ("memory".to_string(), q("16Gi")),
-        ("pods".to_string(), q("110")),
-        (GPU_MEMORY.to_string(), q("2000")),
-        (GPU_NUMBER.to_string(), q("2")),
-    ]);
-    let node = ctx
-        .node_with(Node {
-            metadata: ObjectMeta {
-                name: Some("gpu".into()),
-                ..Default::default()
-            },
-            spec: None,
-            status: Some(NodeStatus {
-                allocatable: Some(allocatable),
-                ..Default::default()
-            }),
-        })
-        .await?;
+    let node = gpu_node(
+        &ctx,
+        "gpu",
+        &[(GPU_MEMORY, "2000"), (GPU_NUMBER, "2")],
+        BTreeMap::new(),
+    )
+    .await?;
     let queue = ctx.queue("q", 1).await?;
-    let _daemon = ctx.daemon_with_conf(CONF).await?;
+    let _daemon = ctx.daemon_with_conf(&conf(SHARING_ARGS)).await?;
 
     for name in ["a", "b", "c"] {
         ctx.pod(name)
@@ -113,6 +116,114 @@ async fn wait_bound(ctx: &TestCtx, name: &str) -> anyhow::Result<()> {
         } else {
             Err(format!("bound so far: {bound:?}"))
         }
+    })
+    .await
+}
+
+pub fn device_share_vgpu(env: Env) -> BoxFuture<'static, anyhow::Result<()>> {
+    Box::pin(async move { run_vgpu(env).await })
+}
+
+async fn run_vgpu(env: Env) -> anyhow::Result<()> {
+    let ctx = TestCtx::new(&env, "device-share-vgpu").await?;
+    let register =
+        "GPU-0,4,16384,NVIDIA-A10,true,hami-core:GPU-1,4,16384,NVIDIA-A10,true,hami-core:";
+    let node = gpu_node(
+        &ctx,
+        "vgpu",
+        &[
+            ("volcano.sh/vgpu-number", "8"),
+            ("volcano.sh/vgpu-memory", "32768"),
+            ("volcano.sh/vgpu-cores", "200"),
+        ],
+        BTreeMap::from([(
+            "volcano.sh/node-vgpu-register".to_string(),
+            register.to_string(),
+        )]),
+    )
+    .await?;
+    let queue = ctx.queue("q", 1).await?;
+    let _daemon = ctx.daemon_with_conf(&conf(VGPU_ARGS)).await?;
+
+    // (pod, cards, MiB per card, the card expected)
+    let placed = [
+        ("a", "1", "8000", "GPU-0"),
+        ("b", "1", "8000", "GPU-0"),
+        ("c", "1", "10000", "GPU-1"),
+    ];
+    for (name, cards, memory, card) in placed {
+        vgpu_pod(&ctx, &queue, name, cards, memory).await?;
+        wait_bound(&ctx, name).await?;
+        let pod = ctx.get_pod(name).await?;
+        let annotations = pod.metadata.annotations.unwrap_or_default();
+        let get = |k: &str| annotations.get(k).map(String::as_str);
+        let want = format!("{card},NVIDIA,{memory},0:");
+        ensure!(
+            get("volcano.sh/vgpu-ids-new") == Some(want.as_str())
+                && get("volcano.sh/devices-to-allocate") == Some(want.as_str()),
+            "pod {name} should hold {want}: {annotations:?}"
+        );
+        ensure!(
+            get("volcano.sh/vgpu-node") == Some(node.as_str())
+                && get("volcano.sh/bind-phase") == Some("allocating")
+                && get("volcano.sh/vgpu-time").is_some(),
+            "pod {name} lacks the assignment annotations: {annotations:?}"
+        );
+    }
+    vgpu_pod(&ctx, &queue, "d", "2", "3000").await?;
+    ctx.wait_unschedulable(
+        "d",
+        "hami-vgpuDeviceSharing error: not enough gpu fitted on this node",
+        WAIT,
+    )
+    .await?;
+    Ok(())
+}
+
+async fn vgpu_pod(
+    ctx: &TestCtx,
+    queue: &str,
+    name: &str,
+    cards: &str,
+    memory: &str,
+) -> anyhow::Result<()> {
+    ctx.pod(name)
+        .cpu("1")
+        .request("volcano.sh/vgpu-number", cards)
+        .limit("volcano.sh/vgpu-number", cards)
+        .request("volcano.sh/vgpu-memory", memory)
+        .limit("volcano.sh/vgpu-memory", memory)
+        .queue_annotation(queue)
+        .create(ctx)
+        .await?;
+    Ok(())
+}
+
+/// A KWOK node of 8 cpu with these extra allocatable resources and annotations.
+async fn gpu_node(
+    ctx: &TestCtx,
+    name: &str,
+    extra: &[(&str, &str)],
+    annotations: BTreeMap<String, String>,
+) -> anyhow::Result<String> {
+    let q = |s: &str| Quantity(s.to_string());
+    let mut allocatable = BTreeMap::from([
+        ("cpu".to_string(), q("8")),
+        ("memory".to_string(), q("16Gi")),
+        ("pods".to_string(), q("110")),
+    ]);
+    allocatable.extend(extra.iter().map(|(k, v)| (k.to_string(), q(v))));
+    ctx.node_with(Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            annotations: Some(annotations),
+            ..Default::default()
+        },
+        spec: None,
+        status: Some(NodeStatus {
+            allocatable: Some(allocatable),
+            ..Default::default()
+        }),
     })
     .await
 }

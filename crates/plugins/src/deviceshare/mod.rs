@@ -1,4 +1,5 @@
-//! `deviceshare`: GPU sharing as Volcano's `gpushare` device does it (spec/plugins-more.md §12).
+//! `deviceshare`: GPU sharing as Volcano's `gpushare` and vGPU devices do it
+//! (spec/plugins-more.md §12).
 //!
 //! With `deviceshare.GPUSharingEnable`, a pod asking `volcano.sh/gpu-memory` (container
 //! limits) fits a node only if one of its cards (`volcano.sh/gpu-number` of them sharing the
@@ -8,13 +9,19 @@
 //! cards no pod uses. When the pod is placed, it gets the first such card(s), and its bind
 //! carries the annotations `volcano.sh/gpu-index` (the cards) and `volcano.sh/predicate-time`
 //! to the pod, where the device plugin reads them; a bind that fails leaves the pod as it was.
-//! Pods already on a node hold the cards their `volcano.sh/gpu-index` names.
+//! Pods already on a node hold the cards their `volcano.sh/gpu-index` names. This device
+//! scores every node 0 in Volcano, so it adds no node order.
 //!
-//! The GPU sharing device scores every node 0 in Volcano, so no node order is registered.
-//! Volcano's other devices (vGPU, Ascend vNPU) and its node lock are not provided: their
-//! switches are reported and ignored.
+//! With `deviceshare.VGPUEnable`, the cards are the ones the node registered for vGPU sharing
+//! ([`vgpu`]); `deviceshare.SchedulePolicy` (`binpack` / `spread`) orders a node's cards and,
+//! with `deviceshare.ScheduleWeight` above 0, scores nodes. The bind carries the vGPU
+//! assignment annotations the device plugin acts on.
+//!
+//! Volcano's Ascend vNPU devices, its MIG vGPU mode (which needs a device configuration
+//! naming the card models' geometries), GPU-exclusive rules and node lock are not provided: their switches are reported and ignored.
 
 mod gpushare;
+pub mod vgpu;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,15 +32,19 @@ use engine::model::{NodeId, TaskId};
 
 use gpushare::Cards;
 pub use gpushare::{GPU_INDEX, GPU_MEMORY, GPU_NUMBER, PREDICATE_TIME, UNHEALTHY_IDS};
+use vgpu::Gpus;
+use vgpu::request::ResourceNames;
 
 /// Registered plugin name.
 pub const NAME: &str = "deviceshare";
 
 const SHARING_KEY: &str = "deviceshare.GPUSharingEnable";
 const NUMBER_KEY: &str = "deviceshare.GPUNumberEnable";
+const VGPU_KEY: &str = "deviceshare.VGPUEnable";
+const POLICY_KEY: &str = "deviceshare.SchedulePolicy";
+const WEIGHT_KEY: &str = "deviceshare.ScheduleWeight";
 /// Switches of devices or features this build does not provide.
 const NOT_PROVIDED: &[&str] = &[
-    "deviceshare.VGPUEnable",
     "deviceshare.AscendMindClusterVNPUEnable",
     "deviceshare.AscendHAMiVNPUEnable",
     "deviceshare.NodeLockEnable",
@@ -44,6 +55,11 @@ const NOT_PROVIDED: &[&str] = &[
 pub struct Config {
     pub gpu_sharing: bool,
     pub gpu_number: bool,
+    pub vgpu: bool,
+    /// `deviceshare.SchedulePolicy`, as written.
+    pub schedule_policy: String,
+    /// `deviceshare.ScheduleWeight`; node order is 0 unless above 0.
+    pub schedule_weight: i64,
 }
 
 impl Config {
@@ -52,13 +68,20 @@ impl Config {
         for (key, dst) in [
             (SHARING_KEY, &mut c.gpu_sharing),
             (NUMBER_KEY, &mut c.gpu_number),
+            (VGPU_KEY, &mut c.vgpu),
         ] {
             if let Err(e) = args.get_bool(key, dst) {
                 warnings.push(ArgWarning::new(key, e.message));
             }
         }
+        if let Err(e) = args.get_string(POLICY_KEY, &mut c.schedule_policy) {
+            warnings.push(ArgWarning::new(POLICY_KEY, e.message));
+        }
+        if let Err(e) = args.get_int(WEIGHT_KEY, &mut c.schedule_weight) {
+            warnings.push(ArgWarning::new(WEIGHT_KEY, e.message));
+        }
+        // Volcano exits on these two conflicts; here the first device named stays on.
         if c.gpu_sharing && c.gpu_number {
-            // Volcano exits on this; here the sharing mode is kept and the number mode dropped.
             warnings.push(ArgWarning::new(
                 NUMBER_KEY,
                 "GPU sharing and GPU number cannot both be on (Volcano refuses to start); \
@@ -66,16 +89,29 @@ impl Config {
             ));
             c.gpu_number = false;
         }
+        if (c.gpu_sharing || c.gpu_number) && c.vgpu {
+            warnings.push(ArgWarning::new(
+                VGPU_KEY,
+                "GPU sharing (or number) and vGPU cannot both be on (Volcano refuses to start); \
+                 vGPU is off",
+            ));
+            c.vgpu = false;
+        }
         for key in NOT_PROVIDED {
             let mut on = false;
             if args.get_bool(key, &mut on).is_ok() && on {
                 warnings.push(ArgWarning::new(
                     *key,
-                    "not provided by this build (only Volcano's GPU sharing device is); ignored",
+                    "not provided by this build (only Volcano's GPU sharing and vGPU devices \
+                     are); ignored",
                 ));
             }
         }
         c
+    }
+
+    fn gpushare(&self) -> bool {
+        self.gpu_sharing || self.gpu_number
     }
 }
 
@@ -89,17 +125,25 @@ pub fn check_arguments(args: &Arguments) -> Vec<ArgWarning> {
 /// The plugin instance of one session.
 pub struct DeviceShare {
     config: Config,
-    /// By node index; `None` for a node without GPU cards.
+    policy: vgpu::Policy,
+    names: ResourceNames,
+    /// GPU sharing cards by node index; `None` for a node without them.
     nodes: Vec<Option<Cards>>,
+    /// vGPU cards by node index; `None` for a node that registered none.
+    vgpus: Vec<Option<Gpus>>,
     /// The annotations each placed task's bind carries.
     annotations: HashMap<TaskId, BTreeMap<String, String>>,
 }
 
 /// Builds the plugin from its arguments.
 pub fn new(args: &Arguments) -> Box<dyn Plugin> {
+    let config = Config::read(args, &mut Vec::new());
     Box::new(DeviceShare {
-        config: Config::read(args, &mut Vec::new()),
+        policy: vgpu::Policy::parse(&config.schedule_policy),
+        config,
+        names: ResourceNames::default(),
         nodes: Vec::new(),
+        vgpus: Vec::new(),
         annotations: HashMap::new(),
     })
 }
@@ -109,7 +153,7 @@ fn unschedulable(reason: String) -> FitError {
 }
 
 impl DeviceShare {
-    /// What the task asks of the enabled modes: (memory, cards).
+    /// What the task asks of the enabled GPU sharing modes: (memory, cards).
     fn request(&self, ssn: &SessionState, task: TaskId) -> (u64, u64) {
         let pod = &ssn.task(task).spec.pod;
         let memory = if self.config.gpu_sharing {
@@ -124,45 +168,32 @@ impl DeviceShare {
         };
         (memory, number)
     }
-}
 
-impl Plugin for DeviceShare {
-    fn name(&self) -> &'static str {
-        NAME
+    /// The node's vGPU cards when the task asks for some.
+    fn vgpus_for(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Option<&Gpus> {
+        let gpus = self.vgpus.get(node.index())?.as_ref()?;
+        vgpu::request::asks_vgpu(&ssn.task(task).spec.pod, &self.names).then_some(gpus)
     }
 
-    fn on_session_open(&mut self, ssn: &mut SessionState) {
-        if !(self.config.gpu_sharing || self.config.gpu_number) {
-            return;
+    fn points(&self) -> ExtensionPoints {
+        let mut points = ExtensionPoints::NONE;
+        if self.config.gpushare() || self.config.vgpu {
+            points = ExtensionPoints::PREDICATE
+                | ExtensionPoints::EVENT_HANDLER
+                | ExtensionPoints::PRE_BIND;
         }
-        self.nodes = ssn
-            .nodes()
-            .iter()
-            .map(|n| {
-                let mut cards = Cards::of_node(&n.spec.node)?;
-                for &(t, _) in &n.tasks {
-                    cards.add_pod(&ssn.task(t).spec.pod);
-                }
-                Some(cards)
-            })
-            .collect();
-    }
-
-    fn extension_points(&self) -> ExtensionPoints {
-        if self.config.gpu_sharing || self.config.gpu_number {
-            ExtensionPoints::PREDICATE | ExtensionPoints::EVENT_HANDLER | ExtensionPoints::PRE_BIND
-        } else {
-            ExtensionPoints::NONE
+        if self.config.vgpu && self.config.schedule_weight > 0 {
+            points = points | ExtensionPoints::NODE_ORDER;
         }
+        points
     }
 
-    fn possible_extension_points(&self) -> ExtensionPoints {
-        ExtensionPoints::PREDICATE | ExtensionPoints::EVENT_HANDLER | ExtensionPoints::PRE_BIND
-    }
-
-    /// `FilterNode` of the GPU sharing device; a node without cards is left to the resource
-    /// check, as in Volcano.
-    fn predicate(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<(), FitError> {
+    fn gpushare_predicate(
+        &self,
+        ssn: &SessionState,
+        task: TaskId,
+        node: NodeId,
+    ) -> Result<(), FitError> {
         let Some(cards) = self.nodes.get(node.index()).and_then(Option::as_ref) else {
             return Ok(());
         };
@@ -181,9 +212,9 @@ impl Plugin for DeviceShare {
         Ok(())
     }
 
-    /// `Allocate` of the device: the first card with room (sharing) or the first idle cards
-    /// (number); none left fails the placement, which the statement then undoes.
-    fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
+    /// `Allocate` of the GPU sharing device: the first card with room (sharing) or the first
+    /// idle cards (number); none left fails the placement, which the statement then undoes.
+    fn gpushare_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
         let t = ssn.task(task);
         let Some(node) = t.node else { return Ok(()) };
         let (memory, number) = self.request(ssn, task);
@@ -226,12 +257,148 @@ impl Plugin for DeviceShare {
         Ok(())
     }
 
+    /// `Allocate` of the vGPU device: the cards the node's policy picks now (they may differ
+    /// from the ones the predicate saw when earlier placements took some); none fails the
+    /// placement.
+    fn vgpu_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
+        let t = ssn.task(task);
+        let Some(node) = t.node else { return Ok(()) };
+        if !vgpu::request::asks_vgpu(&t.spec.pod, &self.names) {
+            return Ok(());
+        }
+        let node_name = ssn.node(node).name().to_string();
+        let Some(Some(gpus)) = self.vgpus.get_mut(node.index()) else {
+            return Ok(());
+        };
+        let pod = &t.spec.pod;
+        // A bound pod that already holds cards (an eviction undone) takes them back.
+        let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        if bound.is_some_and(|b| !b.is_empty())
+            && pod
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(vgpu::IDS_NEW))
+        {
+            gpus.add_pod(pod, &t.spec.uid);
+            return Ok(());
+        }
+        let (cards, _) = gpus
+            .fit(pod, &self.names, self.policy)
+            .map_err(|e| format!("the node {node_name} can't place the pod {}: {e}", t.key()))?;
+        gpus.commit(pod, &t.spec.uid, &cards);
+        let ids = vgpu::encode_pod_cards(&cards);
+        let seconds = ssn.now().as_second().to_string();
+        self.annotations.insert(
+            task,
+            BTreeMap::from([
+                (vgpu::ASSIGNED_NODE.to_string(), node_name),
+                (vgpu::ASSIGNED_TIME.to_string(), seconds.clone()),
+                (vgpu::IDS_NEW.to_string(), ids.clone()),
+                (vgpu::TO_ALLOCATE.to_string(), ids),
+                (vgpu::BIND_PHASE.to_string(), "allocating".to_string()),
+                (vgpu::BIND_TIME.to_string(), seconds),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl Plugin for DeviceShare {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn on_session_open(&mut self, ssn: &mut SessionState) {
+        if self.config.gpushare() {
+            self.nodes = ssn
+                .nodes()
+                .iter()
+                .map(|n| {
+                    let mut cards = Cards::of_node(&n.spec.node)?;
+                    for &(t, _) in &n.tasks {
+                        cards.add_pod(&ssn.task(t).spec.pod);
+                    }
+                    Some(cards)
+                })
+                .collect();
+        }
+        if self.config.vgpu {
+            self.vgpus = ssn
+                .nodes()
+                .iter()
+                .map(|n| {
+                    let mut gpus = Gpus::of_node(&n.spec.node)?;
+                    for &(t, _) in &n.tasks {
+                        let spec = &ssn.task(t).spec;
+                        gpus.add_pod(&spec.pod, &spec.uid);
+                    }
+                    Some(gpus)
+                })
+                .collect();
+        }
+    }
+
+    fn extension_points(&self) -> ExtensionPoints {
+        self.points()
+    }
+
+    fn possible_extension_points(&self) -> ExtensionPoints {
+        ExtensionPoints::PREDICATE
+            | ExtensionPoints::EVENT_HANDLER
+            | ExtensionPoints::PRE_BIND
+            | ExtensionPoints::NODE_ORDER
+    }
+
+    /// `FilterNode` of the enabled device; a node without cards is left to the resource
+    /// check, as in Volcano.
+    fn predicate(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<(), FitError> {
+        if self.config.gpushare() {
+            return self.gpushare_predicate(ssn, task, node);
+        }
+        let Some(gpus) = self.vgpus_for(ssn, task, node) else {
+            return Ok(());
+        };
+        match gpus.fit(&ssn.task(task).spec.pod, &self.names, self.policy) {
+            Ok(_) => Ok(()),
+            // Volcano's reason, with why (which Volcano only logs).
+            Err(e) => Err(unschedulable(format!("hami-vgpuDeviceSharing error: {e}"))),
+        }
+    }
+
+    /// The vGPU score of the cards the task would get here, rounded half up, times the weight.
+    fn node_order(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<f64, String> {
+        let Some(gpus) = self.vgpus_for(ssn, task, node) else {
+            return Ok(0.0);
+        };
+        let score = gpus
+            .fit(&ssn.task(task).spec.pod, &self.names, self.policy)
+            .map_or(0.0, |(_, s)| s);
+        Ok((score + 0.5).floor() * self.config.schedule_weight as f64)
+    }
+
+    fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {
+        if self.config.gpushare() {
+            self.gpushare_allocate(ssn, task)
+        } else if self.config.vgpu {
+            self.vgpu_allocate(ssn, task)
+        } else {
+            Ok(())
+        }
+    }
+
     /// `Release`: the pod leaves its cards (an evicted pod frees them for the pod it makes
     /// room for) and its bind carries no card.
     fn on_deallocate(&mut self, ssn: &SessionState, task: TaskId) {
         let t = ssn.task(task);
         let Some(node) = t.node else { return };
         self.annotations.remove(&task);
+        if self.config.vgpu {
+            if let Some(Some(gpus)) = self.vgpus.get_mut(node.index()) {
+                gpus.release(&t.spec.uid);
+            }
+            return;
+        }
         let (memory, number) = self.request(ssn, task);
         if memory == 0 && number == 0 {
             return;

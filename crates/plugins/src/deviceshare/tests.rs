@@ -203,3 +203,137 @@ fn switches_that_conflict_or_are_not_provided_are_reported() {
     let off = new(&Arguments::new());
     assert_eq!(off.extension_points(), ExtensionPoints::NONE);
 }
+
+// --- vGPU -------------------------------------------------------------------------------------
+
+fn vgpu_args(policy: &str, weight: i64) -> Arguments {
+    Arguments::from_pairs(&[
+        (VGPU_KEY, ArgValue::Bool(true)),
+        (POLICY_KEY, ArgValue::Str(policy.to_string())),
+        (WEIGHT_KEY, ArgValue::Int(weight)),
+    ])
+}
+
+/// Node `n1` registering one card of 16000 MiB shareable by 10 (and `n2` registering none).
+fn vgpu_cluster() -> TestCluster {
+    let mut c = TestCluster::new();
+    let resources = json!({"cpu": "8", "memory": "16Gi", "pods": "110",
+        "volcano.sh/vgpu-number": "10", "volcano.sh/vgpu-memory": "16000", "volcano.sh/vgpu-cores": "100"});
+    for (name, register) in [
+        ("n1", Some("GPU-1,10,16000,NVIDIA-A10,true,hami-core:")),
+        ("n2", None),
+    ] {
+        let annotations = match register {
+            Some(r) => json!({vgpu::REGISTER: r}),
+            None => json!({}),
+        };
+        let node = json!({
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}, "annotations": annotations},
+            "status": {
+                "allocatable": resources.clone(),
+                "capacity": resources.clone(),
+                "conditions": [{"type": "Ready", "status": "True"}]
+            }
+        });
+        c.state
+            .upsert_node(serde_json::from_value(node).expect("node"));
+    }
+    c
+}
+
+fn vgpu_pod(name: &str, memory: &str) -> Value {
+    let mut p = pod("ns", name, None, "Pending", None, json!({"cpu": "1"}));
+    p["spec"]["containers"][0]["resources"]["limits"] =
+        json!({"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": memory});
+    p
+}
+
+#[test]
+fn vgpu_arguments_are_read_as_volcano_reads_them() {
+    // Volcano's TestArguments.
+    let c = Config::read(&vgpu_args("binpack", 10), &mut Vec::new());
+    assert!(c.vgpu);
+    assert_eq!(c.schedule_policy, "binpack");
+    assert_eq!(c.schedule_weight, 10);
+    let plugin = new(&vgpu_args("binpack", 10));
+    assert!(
+        plugin
+            .extension_points()
+            .contains(ExtensionPoints::NODE_ORDER)
+    );
+    // Weight 0: every node scores 0, so no node order at all.
+    let plugin = new(&vgpu_args("binpack", 0));
+    assert!(
+        !plugin
+            .extension_points()
+            .contains(ExtensionPoints::NODE_ORDER)
+    );
+}
+
+#[test]
+fn vgpu_node_score_is_rounded_half_up_then_weighted() {
+    // 6000 of 16000 MiB in use after the pod: 37.5, rounded to 38, times 2.
+    let mut c = vgpu_cluster();
+    c.pod(vgpu_pod("p", "6000"));
+    let ssn = session_with(&c, vgpu_args("binpack", 2));
+    let task = ssn.state.task_by_key("ns/p");
+    let n1 = ssn.state.node_by_key("n1");
+    assert_eq!(ssn.node_order(task, n1), Ok(76.0));
+}
+
+#[test]
+fn a_pod_asking_no_vgpu_or_on_a_node_without_cards_passes_the_device() {
+    let mut c = vgpu_cluster();
+    c.pod(pod("ns", "cpu", None, "Pending", None, json!({"cpu": "1"})));
+    c.pod(vgpu_pod("big", "20000"));
+    let ssn = session_with(&c, vgpu_args("", 0));
+    let (n1, n2) = (ssn.state.node_by_key("n1"), ssn.state.node_by_key("n2"));
+    assert!(ssn.predicate(ssn.state.task_by_key("ns/cpu"), n1).is_ok());
+    let big = ssn.state.task_by_key("ns/big");
+    let err = ssn.predicate(big, n1).expect_err("no card has 20000 MiB");
+    assert!(
+        err.reasons()
+            .any(|r| r == "hami-vgpuDeviceSharing error: not enough gpu fitted on this node"),
+        "{err:?}"
+    );
+    // n2 registered no cards: the device has nothing to say there.
+    assert!(ssn.predicate(big, n2).is_ok());
+}
+
+#[test]
+fn a_placed_vgpu_pod_holds_its_card_until_the_placement_is_undone() {
+    let mut c = vgpu_cluster();
+    c.pod(vgpu_pod("a", "10000"));
+    c.pod(vgpu_pod("b", "10000"));
+    let mut ssn = session_with(&c, vgpu_args("", 0));
+    let n1 = ssn.state.node_by_key("n1");
+    let (a, b) = (ssn.state.task_by_key("ns/a"), ssn.state.task_by_key("ns/b"));
+    let mut stmt = engine::framework::Statement::new();
+    ssn.allocate(&mut stmt, a, n1).expect("a fits");
+    let writes = ssn.pre_bind_writes(a);
+    assert_eq!(
+        writes.annotations.get(vgpu::IDS_NEW).map(String::as_str),
+        Some("GPU-1,NVIDIA,10000,0:")
+    );
+    assert_eq!(
+        writes.annotations.get(vgpu::BIND_PHASE).map(String::as_str),
+        Some("allocating")
+    );
+    assert!(ssn.predicate(b, n1).is_err(), "6000 MiB left");
+    ssn.discard(stmt);
+    assert!(ssn.pre_bind_writes(a).annotations.is_empty());
+    assert!(ssn.predicate(b, n1).is_ok(), "the card is free again");
+}
+
+#[test]
+fn gpu_sharing_and_vgpu_together_keep_gpu_sharing() {
+    let both = Arguments::from_pairs(&[
+        (SHARING_KEY, ArgValue::Bool(true)),
+        (VGPU_KEY, ArgValue::Bool(true)),
+    ]);
+    let mut warnings = Vec::new();
+    let c = Config::read(&both, &mut warnings);
+    assert!(c.gpu_sharing && !c.vgpu);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].key, VGPU_KEY);
+}

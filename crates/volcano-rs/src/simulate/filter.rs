@@ -161,6 +161,7 @@ mod tests {
             binds: vec![Placement {
                 pod: "a/p1".into(),
                 node: "n1".into(),
+                annotations: Default::default(),
             }],
             pipelined: Vec::new(),
             evictions: Vec::new(),

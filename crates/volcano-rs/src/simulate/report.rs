@@ -61,6 +61,9 @@ pub struct CycleReport {
 pub struct Placement {
     pub pod: String,
     pub node: String,
+    /// The pod annotations a bind carries (a device's assignment); absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -167,10 +170,18 @@ impl CycleReport {
         let placement = |pod: &str, node: &str| Placement {
             pod: pod.to_string(),
             node: node.to_string(),
+            annotations: BTreeMap::new(),
         };
         CycleReport {
             cycle,
-            binds: d.binds.iter().map(|b| placement(&b.pod, &b.node)).collect(),
+            binds: d
+                .binds
+                .iter()
+                .map(|b| Placement {
+                    annotations: b.annotations.clone(),
+                    ..placement(&b.pod, &b.node)
+                })
+                .collect(),
             pipelined: d
                 .pipelined
                 .iter()
@@ -636,6 +647,7 @@ mod tests {
                 binds: vec![Placement {
                     pod: "ns/a".into(),
                     node: "n1".into(),
+                    annotations: BTreeMap::new(),
                 }],
                 pipelined: vec![],
                 evictions: vec![EvictionReport {

@@ -1,0 +1,462 @@
+//! Volcano's vGPU device (spec/plugins-more.md §12; Volcano's
+//! `pkg/scheduler/api/devices/nvidia/vgpu`, the HAMi-core sharing mode): the device plugin
+//! registers a node's cards in the node annotation `volcano.sh/node-vgpu-register`
+//! (`uuid,count,memory,type,health,mode:` per card); a container asks cards
+//! (`volcano.sh/vgpu-number`), memory per card (`volcano.sh/vgpu-memory`, MiB) and compute per
+//! card (`volcano.sh/vgpu-cores`, percent). A card takes a container while it has fewer than
+//! `count` users, the memory idle, and compute to spare; the cards chosen are written to the
+//! pod as `volcano.sh/vgpu-ids-new` (`uuid,NVIDIA,memory,cores:` per card, `;` between
+//! containers), which is also how the pods already on a node are accounted.
+
+pub mod request;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use request::{ContainerRequest, NVIDIA, ResourceNames, UuidFilter};
+
+/// Node annotation: the cards the device plugin registered.
+pub const REGISTER: &str = "volcano.sh/node-vgpu-register";
+/// Pod annotation: the cards given, per container.
+pub const IDS_NEW: &str = "volcano.sh/vgpu-ids-new";
+/// Pod annotation: the cards the device plugin still has to hand out (same value).
+pub const TO_ALLOCATE: &str = "volcano.sh/devices-to-allocate";
+/// Pod annotation: the node the cards are on.
+pub const ASSIGNED_NODE: &str = "volcano.sh/vgpu-node";
+/// Pod annotation: when the cards were chosen (Unix seconds).
+pub const ASSIGNED_TIME: &str = "volcano.sh/vgpu-time";
+/// Pod annotation: when the bind was sent (Unix seconds).
+pub const BIND_TIME: &str = "volcano.sh/bind-time";
+/// Pod annotation: the device plugin's progress; the scheduler writes `allocating`.
+pub const BIND_PHASE: &str = "volcano.sh/bind-phase";
+
+/// The HAMi-core sharing mode, the one a card registered without a known mode gets.
+pub const HAMI_CORE: &str = "hami-core";
+
+/// The policy that orders a node's cards and scores the node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Highest card index first; every node scores 0.
+    #[default]
+    None,
+    /// Most used memory first; a node scores the share of memory in use on the cards chosen.
+    Binpack,
+    /// Fewest users first; a node scores 100 for each chosen card no one used.
+    Spread,
+}
+
+impl Policy {
+    /// `deviceshare.SchedulePolicy`; any other value acts as none, as in Volcano.
+    pub fn parse(s: &str) -> Policy {
+        match s {
+            "binpack" => Policy::Binpack,
+            "spread" => Policy::Spread,
+            _ => Policy::None,
+        }
+    }
+}
+
+/// What one pod uses of one card.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub memory: u32,
+    pub cores: u32,
+    /// `namespace/group` of the pod's PodGroup, empty without one.
+    pub group: String,
+    /// How many of the pod's containers use the card (each counts as a user).
+    pub containers: u32,
+}
+
+/// One registered card and what is in use on it (`GPUDevice`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gpu {
+    pub uuid: String,
+    /// How many containers may share it.
+    pub number: u32,
+    /// Memory in MiB.
+    pub memory: u32,
+    pub card_type: String,
+    pub health: bool,
+    pub used_num: u32,
+    pub used_mem: u32,
+    pub used_cores: u32,
+    /// Pod uid → what it uses here.
+    pub pods: BTreeMap<String, Usage>,
+}
+
+impl Gpu {
+    pub fn new(uuid: &str, number: u32, memory: u32, card_type: &str) -> Gpu {
+        Gpu {
+            uuid: uuid.to_string(),
+            number,
+            memory,
+            card_type: card_type.to_string(),
+            health: true,
+            ..Gpu::default()
+        }
+    }
+
+    fn take(&mut self, memory: u32, cores: u32) {
+        self.used_num += 1;
+        self.used_mem += memory;
+        self.used_cores += cores;
+    }
+
+    /// Whether a pod of this PodGroup holds memory or compute here (`deviceHasPodFromSameGroup`).
+    fn has_group(&self, group: &str) -> bool {
+        !group.is_empty()
+            && self
+                .pods
+                .values()
+                .any(|u| u.group == group && (u.memory > 0 || u.cores > 0))
+    }
+}
+
+/// One card given to one container (`ContainerDevice`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assigned {
+    pub uuid: String,
+    pub card_type: String,
+    pub memory: u32,
+    pub cores: u32,
+}
+
+/// The cards given to each asking container of a pod.
+pub type PodCards = Vec<Vec<Assigned>>;
+
+/// A node's cards by their position in the registration (`GPUDevices`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gpus {
+    pub node: String,
+    /// The sharing mode the node registered (the last card's).
+    pub mode: String,
+    pub cards: BTreeMap<usize, Gpu>,
+}
+
+/// A whole-number quantity of the node's allocatable, 0 when absent.
+fn allocatable(node: &Node, name: &str) -> i128 {
+    node.status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .and_then(|a| a.get(name))
+        .and_then(|q| engine::model::quantity::parse_milli(&q.0).ok())
+        .map_or(0, |m| m / 1000)
+}
+
+impl Gpus {
+    /// The node's registered cards, or `None` when it registered none or offers no vGPU
+    /// number, cores or memory (`NewGPUDevices`).
+    pub fn of_node(node: &Node) -> Option<Gpus> {
+        let name = node.metadata.name.as_deref().unwrap_or("");
+        let value = node.metadata.annotations.as_ref()?.get(REGISTER)?;
+        let offered = [
+            request::VGPU_NUMBER,
+            request::VGPU_CORES,
+            request::VGPU_MEMORY,
+        ];
+        if offered.iter().any(|r| allocatable(node, r) == 0) {
+            return None;
+        }
+        let gpus = Gpus::decode(name, value)?;
+        (!gpus.cards.is_empty()).then_some(gpus)
+    }
+
+    /// Reads the registration (`decodeNodeDevices`): a card with fewer than six fields makes
+    /// the whole registration unreadable; unreadable numbers count as 0, as in Volcano.
+    pub fn decode(node: &str, value: &str) -> Option<Gpus> {
+        if !value.contains(':') {
+            return None;
+        }
+        let mut gpus = Gpus {
+            node: node.to_string(),
+            mode: HAMI_CORE.to_string(),
+            cards: BTreeMap::new(),
+        };
+        for (index, card) in value.split(':').enumerate() {
+            if !card.contains(',') {
+                continue;
+            }
+            let items: Vec<&str> = card.split(',').collect();
+            if items.len() < 6 {
+                return None;
+            }
+            let mut gpu = Gpu::new(
+                items[0],
+                items[1].parse().unwrap_or(0),
+                items[2].parse().unwrap_or(0),
+                items[3],
+            );
+            gpu.health = parse_go_bool(items[4]);
+            // Only HAMi-core is provided here; Volcano too falls back to it when a MIG card's
+            // geometry is unknown, which is every card without a device configuration.
+            gpus.mode = HAMI_CORE.to_string();
+            gpus.cards.insert(index, gpu);
+        }
+        Some(gpus)
+    }
+
+    /// Accounts a pod already on the node to the cards its `volcano.sh/vgpu-ids-new` names
+    /// (`AddResource`); a pod counts once per card.
+    pub fn add_pod(&mut self, pod: &Pod, uid: &str) {
+        let Some(ids) = request::annotation(pod, IDS_NEW) else {
+            return;
+        };
+        let group = request::pod_group_key(pod);
+        for used in decode_pod_cards(ids).iter().flatten() {
+            let Some(gpu) = self.card_of(&used.uuid) else {
+                continue;
+            };
+            if gpu.pods.contains_key(uid) {
+                continue;
+            }
+            gpu.take(used.memory, used.cores);
+            gpu.pods.insert(
+                uid.to_string(),
+                Usage {
+                    memory: used.memory,
+                    cores: used.cores,
+                    group: group.clone(),
+                    containers: 1,
+                },
+            );
+        }
+    }
+
+    /// The first card (by position) whose UUID the assigned id contains.
+    fn card_of(&mut self, id: &str) -> Option<&mut Gpu> {
+        self.cards.values_mut().find(|g| id.contains(&g.uuid))
+    }
+
+    /// Puts a placed pod's cards in use (what `Allocate` does through `TryAddPod` and
+    /// `addToPodMap`): every container's card counts, even a card two containers share.
+    pub fn commit(&mut self, pod: &Pod, uid: &str, cards: &PodCards) {
+        let group = request::pod_group_key(pod);
+        for used in cards.iter().flatten() {
+            let Some(gpu) = self.card_of(&used.uuid) else {
+                continue;
+            };
+            gpu.take(used.memory, used.cores);
+            let usage = gpu.pods.entry(uid.to_string()).or_default();
+            usage.memory += used.memory;
+            usage.cores += used.cores;
+            usage.containers += 1;
+            usage.group = group.clone();
+        }
+    }
+
+    /// Takes back exactly what [`Gpus::commit`] or [`Gpus::add_pod`] put in use for the pod.
+    pub fn release(&mut self, uid: &str) {
+        for gpu in self.cards.values_mut() {
+            if let Some(usage) = gpu.pods.remove(uid) {
+                gpu.used_num = gpu.used_num.saturating_sub(usage.containers);
+                gpu.used_mem = gpu.used_mem.saturating_sub(usage.memory);
+                gpu.used_cores = gpu.used_cores.saturating_sub(usage.cores);
+            }
+        }
+    }
+
+    /// The cards the pod's containers would get here, and the node's score for them under the
+    /// policy (`checkNodeGPUSharingPredicateAndScore` on a copy); `Err` says why none fit.
+    pub fn fit(
+        &self,
+        pod: &Pod,
+        names: &ResourceNames,
+        policy: Policy,
+    ) -> Result<(PodCards, f64), String> {
+        if !request::asks_vgpu(pod, names) {
+            return Ok((Vec::new(), 0.0));
+        }
+        if let Some(mode) = request::required_mode(pod)
+            && mode != self.mode
+        {
+            return Err(format!(
+                "pod required sharing mode {mode} is not the same as the node mode {}",
+                self.mode
+            ));
+        }
+        let requests = request::container_requests(pod, names);
+        if requests.is_empty() {
+            return Ok((Vec::new(), 0.0));
+        }
+        let mut trial = self.clone();
+        let group = request::spread_group(pod);
+        let filter = UuidFilter::of_pod(pod);
+        let mut score = 0.0;
+        let mut out = Vec::new();
+        for req in requests {
+            let (cards, s) = trial.fit_container(pod, req, &group, &filter, policy)?;
+            score += s;
+            out.push(cards);
+        }
+        Ok((out, score))
+    }
+
+    /// One container's cards on the trial copy, which keeps them in use for the next container.
+    fn fit_container(
+        &mut self,
+        pod: &Pod,
+        req: ContainerRequest,
+        group: &str,
+        filter: &UuidFilter,
+        policy: Policy,
+    ) -> Result<(Vec<Assigned>, f64), String> {
+        let mut nums = req.nums;
+        if usize::try_from(nums).is_ok_and(|n| n > self.cards.len()) {
+            return Err(format!("no enough gpu cards on node {}", self.node));
+        }
+        let mut cards = Vec::new();
+        let mut score = 0.0;
+        let mut uuid_matched = false;
+        for index in self.card_order(policy) {
+            let Some(gpu) = self.cards.get_mut(&index) else {
+                continue;
+            };
+            if !filter.matches(&gpu.uuid) {
+                continue;
+            }
+            uuid_matched = true;
+            let Some(memory) = card_accepts(pod, gpu, req, group) else {
+                continue;
+            };
+            let cores = req.cores.max(0) as u32;
+            gpu.take(memory, cores);
+            if nums > 0 {
+                nums -= 1;
+                cards.push(Assigned {
+                    uuid: gpu.uuid.clone(),
+                    card_type: NVIDIA.to_string(),
+                    memory,
+                    cores,
+                });
+                score += card_score(policy, gpu);
+            }
+            if nums == 0 {
+                break;
+            }
+        }
+        if nums > 0 {
+            if filter.enabled() && !uuid_matched {
+                return Err(format!(
+                    "no GPU matches UUID constraints {}, {} on node {}",
+                    apis::keys::VGPU_USE_GPU_UUID,
+                    apis::keys::VGPU_NOUSE_GPU_UUID,
+                    self.node
+                ));
+            }
+            return Err("not enough gpu fitted on this node".to_string());
+        }
+        Ok((cards, score))
+    }
+
+    /// Card positions in the order the policy tries them (`sortedDeviceIndicesByPolicy`).
+    fn card_order(&self, policy: Policy) -> Vec<usize> {
+        let mut order: Vec<usize> = self.cards.keys().copied().collect();
+        match policy {
+            Policy::None => order.reverse(),
+            Policy::Binpack => {
+                order.sort_by_key(|i| (std::cmp::Reverse(self.cards[i].used_mem), *i));
+            }
+            Policy::Spread => order.sort_by_key(|i| (self.cards[i].used_num, *i)),
+        }
+        order
+    }
+}
+
+/// The memory (MiB) the container takes on this card, or `None` when the card cannot take it.
+fn card_accepts(pod: &Pod, gpu: &Gpu, req: ContainerRequest, group: &str) -> Option<u32> {
+    if gpu.number <= gpu.used_num {
+        return None;
+    }
+    if gpu.has_group(group) {
+        return None;
+    }
+    let memory = if req.memory_percentage != request::NO_PERCENTAGE {
+        (f64::from(gpu.memory) * f64::from(req.memory_percentage) / 100.0) as u32
+    } else {
+        req.memory.max(0) as u32
+    };
+    if i64::from(gpu.memory) - i64::from(gpu.used_mem) < i64::from(memory) {
+        return None;
+    }
+    let cores = i64::from(req.cores);
+    if i64::from(gpu.used_cores) + cores > 100 {
+        return None;
+    }
+    // A container wanting the whole compute takes a card no one uses; a card whose compute is
+    // all taken takes no container that asks none.
+    if cores == 100 && gpu.used_num > 0 {
+        return None;
+    }
+    if gpu.used_cores == 100 && cores == 0 {
+        return None;
+    }
+    if !gpu.card_type.contains(NVIDIA) || !request::type_accepted(pod, &gpu.card_type) {
+        return None;
+    }
+    Some(memory)
+}
+
+/// A chosen card's score, taken after the container is on it (`GPUScore`): so under spread a
+/// card scores only when it is unused even with the container, i.e. never for HAMi-core, as in
+/// Volcano.
+fn card_score(policy: Policy, gpu: &Gpu) -> f64 {
+    match policy {
+        Policy::Binpack if gpu.memory > 0 => {
+            100.0 * f64::from(gpu.used_mem) / f64::from(gpu.memory)
+        }
+        Policy::Spread if gpu.used_num == 0 => 100.0,
+        _ => 0.0,
+    }
+}
+
+/// Go's `strconv.ParseBool`; anything else is false.
+fn parse_go_bool(s: &str) -> bool {
+    matches!(s, "1" | "t" | "T" | "TRUE" | "true" | "True")
+}
+
+/// The annotation value for a pod's cards (`encodePodDevices`).
+pub fn encode_pod_cards(cards: &PodCards) -> String {
+    cards
+        .iter()
+        .map(|container| {
+            container
+                .iter()
+                .map(|a| format!("{},{},{},{}:", a.uuid, a.card_type, a.memory, a.cores))
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Reads `volcano.sh/vgpu-ids-new` (`DecodePodDevices`); entries with fewer than four fields
+/// or unreadable numbers are skipped.
+pub fn decode_pod_cards(value: &str) -> PodCards {
+    if value.is_empty() {
+        return Vec::new();
+    }
+    value
+        .split(';')
+        .map(|container| {
+            container
+                .split(':')
+                .filter(|e| e.contains(','))
+                .filter_map(|e| {
+                    let f: Vec<&str> = e.split(',').collect();
+                    if f.len() < 4 {
+                        return None;
+                    }
+                    Some(Assigned {
+                        uuid: f[0].to_string(),
+                        card_type: f[1].to_string(),
+                        memory: f[2].parse().ok()?,
+                        cores: f[3].parse().ok()?,
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
