@@ -69,6 +69,9 @@ const fn timing(
 
 const SESSION: Buckets = Buckets(1.0, 5000.0, 20);
 const NONE: &[&str] = &[];
+/// Labels of a vGPU card series, as Volcano names them.
+const CARD: &[&str] = &["devID", "NodeName"];
+const CARD_POD: &[&str] = &["devID", "NodeName", "podName"];
 
 use Kind::*;
 
@@ -225,6 +228,43 @@ pub(super) const FAMILIES: &[Family] = &[
         IntCounterVec,
         &["job_id"],
         "Sessions that left the job below its gang minimum",
+    ),
+    // vGPU cards (deviceshare with VGPUEnable).
+    family(
+        "vgpu_device_memory_limit",
+        GaugeVec,
+        CARD,
+        "Memory of one vGPU card, MiB",
+    ),
+    family(
+        "vgpu_device_shared_number",
+        GaugeVec,
+        CARD,
+        "Containers sharing one vGPU card",
+    ),
+    family(
+        "vgpu_device_allocated_memory",
+        GaugeVec,
+        CARD,
+        "Memory of one vGPU card held by pods, MiB",
+    ),
+    family(
+        "vgpu_device_allocated_cores",
+        GaugeVec,
+        CARD,
+        "Compute of one vGPU card held by pods, percent",
+    ),
+    family(
+        "vgpu_device_memory_allocation_for_a_certain_pod",
+        GaugeVec,
+        CARD_POD,
+        "Memory of one vGPU card one pod holds, MiB",
+    ),
+    family(
+        "vgpu_device_core_allocation_for_a_certain_pod",
+        GaugeVec,
+        CARD_POD,
+        "Compute of one vGPU card one pod holds, percent",
     ),
     // volcano-rs's own.
     family(

@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use engine::framework::{Decisions, JobMetrics, QueueMetrics};
+use engine::framework::{Decisions, JobMetrics, QueueMetrics, VgpuCard};
 use engine::model::Resource;
 use k8s_openapi::jiff::Timestamp;
 use prometheus::{
@@ -41,7 +41,9 @@ const SESSION_EMPTY: &str = "empty";
 pub const SUBSYSTEM: &str = "volcano";
 
 mod families;
+mod vgpu;
 use families::{Registrar, SCRAPE_IN_FLIGHT, SCRAPE_REQUESTS};
+use vgpu::VgpuGauges;
 
 /// `OnSession` label value of a plugin's session-open callback.
 pub const ON_SESSION_OPEN: &str = "OnSessionOpen";
@@ -245,6 +247,9 @@ pub struct Metrics {
     job_share: GaugeVec,
     job_retry_counts: IntCounterVec,
 
+    // vGPU cards
+    vgpu: VgpuGauges,
+
     // ours
     pods_bound: IntCounter,
     sessions: IntCounterVec,
@@ -336,6 +341,8 @@ impl Metrics {
             job_share: f.gauge_vec("job_share"),
             job_retry_counts: f.int_counter_vec("job_retry_counts"),
 
+            vgpu: VgpuGauges::new(&f),
+
             pods_bound: f.int_counter("pods_bound_total"),
             sessions: {
                 let sessions = f.int_counter_vec("sessions_total");
@@ -358,6 +365,12 @@ impl Metrics {
             scrape_in_flight: f.unprefixed_int_gauge(SCRAPE_IN_FLIGHT),
             registry,
         })
+    }
+
+    /// The vGPU cards of the last session (`volcano_vgpu_device_*`); series of cards and pods
+    /// no longer seen are deleted, all of them when the device is off.
+    pub fn record_vgpu_cards(&self, cards: Option<&[VgpuCard]>) {
+        self.vgpu.record(cards.unwrap_or_default());
     }
 
     /// One scheduling cycle: time to open the session, each action run (name, duration) and

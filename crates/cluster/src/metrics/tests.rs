@@ -337,6 +337,36 @@ const FAMILIES: &[(&str, &str, &[&str])] = &[
     ("volcano_queue_overused", "gauge", &["queue_name"]),
     ("volcano_job_share", "gauge", &["job_ns", "job_id"]),
     ("volcano_job_retry_counts", "counter", &["job_id"]),
+    (
+        "volcano_vgpu_device_memory_limit",
+        "gauge",
+        &["devID", "NodeName"],
+    ),
+    (
+        "volcano_vgpu_device_shared_number",
+        "gauge",
+        &["devID", "NodeName"],
+    ),
+    (
+        "volcano_vgpu_device_allocated_memory",
+        "gauge",
+        &["devID", "NodeName"],
+    ),
+    (
+        "volcano_vgpu_device_allocated_cores",
+        "gauge",
+        &["devID", "NodeName"],
+    ),
+    (
+        "volcano_vgpu_device_memory_allocation_for_a_certain_pod",
+        "gauge",
+        &["devID", "NodeName", "podName"],
+    ),
+    (
+        "volcano_vgpu_device_core_allocation_for_a_certain_pod",
+        "gauge",
+        &["devID", "NodeName", "podName"],
+    ),
     ("volcano_pods_bound_total", "counter", &[]),
     ("volcano_sessions_total", "counter", &["outcome"]),
     ("volcano_bind_errors_total", "counter", &[]),
@@ -399,6 +429,57 @@ fn record_everything(m: &Metrics) {
     m.job_task_allocated(job, ms(90_000), now);
     m.config_reload(true);
     m.set_leader(true);
+    m.record_vgpu_cards(Some(&[vgpu_card("GPU-0", &["p"])]));
+}
+
+fn vgpu_card(uuid: &str, pods: &[&str]) -> engine::framework::VgpuCard {
+    engine::framework::VgpuCard {
+        node: "n1".into(),
+        uuid: uuid.into(),
+        memory: 16384,
+        shared: pods.len() as u64,
+        used_memory: 1000 * pods.len() as u64,
+        used_cores: 10 * pods.len() as u64,
+        pods: pods.iter().map(|p| (p.to_string(), 1000, 10)).collect(),
+    }
+}
+
+#[test]
+fn vgpu_card_series_follow_the_cards_and_pods_seen_last() {
+    let m = Metrics::new();
+    m.record_vgpu_cards(Some(&[
+        vgpu_card("GPU-0", &["a", "b"]),
+        vgpu_card("GPU-1", &[]),
+    ]));
+    let all = samples(&m.encode_text());
+    let card = [("devID", "GPU-0"), ("NodeName", "n1")];
+    assert_eq!(
+        value(&all, "volcano_vgpu_device_memory_limit", &card),
+        16384.0
+    );
+    assert_eq!(value(&all, "volcano_vgpu_device_shared_number", &card), 2.0);
+    assert_eq!(
+        value(&all, "volcano_vgpu_device_allocated_memory", &card),
+        2000.0
+    );
+    assert_eq!(
+        value(&all, "volcano_vgpu_device_allocated_cores", &card),
+        20.0
+    );
+    let pod_b = [("devID", "GPU-0"), ("NodeName", "n1"), ("podName", "b")];
+    let pod_memory = "volcano_vgpu_device_memory_allocation_for_a_certain_pod";
+    assert_eq!(value(&all, pod_memory, &pod_b), 1000.0);
+    // b left and GPU-1 is gone: their series go.
+    m.record_vgpu_cards(Some(&[vgpu_card("GPU-0", &["a"])]));
+    let all = samples(&m.encode_text());
+    assert!(find(&all, pod_memory, &pod_b).is_none());
+    let gpu1 = [("devID", "GPU-1"), ("NodeName", "n1")];
+    assert!(find(&all, "volcano_vgpu_device_memory_limit", &gpu1).is_none());
+    assert_eq!(value(&all, "volcano_vgpu_device_shared_number", &card), 1.0);
+    // The device turned off: nothing is left.
+    m.record_vgpu_cards(None);
+    let all = samples(&m.encode_text());
+    assert!(find(&all, "volcano_vgpu_device_memory_limit", &card).is_none());
 }
 
 #[test]

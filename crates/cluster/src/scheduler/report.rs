@@ -69,6 +69,7 @@ pub(super) fn session_metrics(
         metrics.observe_plugin(&t.plugin, t.on_session, t.duration);
     }
     record_decisions(metrics, decisions, seen, now);
+    metrics.record_vgpu_cards(decisions.vgpu_cards.as_deref());
     let state = shared.lock();
     for b in &decisions.binds {
         if let Some(created) = state.pod(&b.pod).and_then(|p| p.creation)

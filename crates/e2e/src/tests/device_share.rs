@@ -10,7 +10,7 @@
 //! card before the second: each later session reads the cards taken from the bound pods'
 //! `volcano.sh/vgpu-ids-new`, which the binding wrote. A pod wanting two cards of 3000 MiB then
 //! waits with the device's reason: only one card has that much left, though the node has
-//! 6768 MiB in all.
+//! 6768 MiB in all. `/metrics` shows Volcano's card gauges.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -143,7 +143,7 @@ async fn run_vgpu(env: Env) -> anyhow::Result<()> {
     )
     .await?;
     let queue = ctx.queue("q", 1).await?;
-    let _daemon = ctx.daemon_with_conf(&conf(VGPU_ARGS)).await?;
+    let daemon = ctx.daemon_with_conf(&conf(VGPU_ARGS)).await?;
 
     // (pod, cards, MiB per card, the card expected)
     let placed = [
@@ -177,7 +177,28 @@ async fn run_vgpu(env: Env) -> anyhow::Result<()> {
         WAIT,
     )
     .await?;
-    Ok(())
+    // Volcano's card gauges: GPU-0 shared by a and b, GPU-1 holding c's 10000 MiB.
+    let want = [
+        ("volcano_vgpu_device_shared_number", "GPU-0", "2"),
+        ("volcano_vgpu_device_allocated_memory", "GPU-1", "10000"),
+        ("volcano_vgpu_device_memory_limit", "GPU-1", "16384"),
+    ];
+    ctx.wait_for("the vGPU card gauges", WAIT, || async {
+        let text = daemon.metrics().await.map_err(|e| e.to_string())?;
+        for (name, card, value) in want {
+            let found = text.lines().any(|l| {
+                l.starts_with(&format!("{name}{{"))
+                    && l.contains(&format!("devID=\"{card}\""))
+                    && l.contains(&format!("NodeName=\"{node}\""))
+                    && l.ends_with(&format!(" {value}"))
+            });
+            if !found {
+                return Err(format!("no {name} of {card} at {value}"));
+            }
+        }
+        Ok(())
+    })
+    .await
 }
 
 async fn vgpu_pod(

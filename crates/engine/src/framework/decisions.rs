@@ -261,6 +261,25 @@ pub struct Decisions {
     /// The NUMA resources `numa-aware` gave pods this session binds, which the state keeps
     /// until the nodes report them (`AddUnassignedNumaPods`).
     pub numa_assignments: Vec<NumaAssignment>,
+    /// The vGPU cards `deviceshare` saw at session open, for Volcano's `volcano_vgpu_device_*`
+    /// gauges; `None` when the vGPU device is off.
+    pub vgpu_cards: Option<Vec<VgpuCard>>,
+}
+
+/// One registered vGPU card and what the pods on it hold.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VgpuCard {
+    pub node: String,
+    pub uuid: String,
+    /// Memory in MiB.
+    pub memory: u64,
+    /// Containers sharing it.
+    pub shared: u64,
+    pub used_memory: u64,
+    /// Compute in percent.
+    pub used_cores: u64,
+    /// Pod name (as Volcano labels it, without namespace) → (memory, cores).
+    pub pods: Vec<(String, u64, u64)>,
 }
 
 /// The NUMA resources given to one bound pod: resource name → CPU list.

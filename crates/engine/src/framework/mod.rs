@@ -16,7 +16,7 @@ pub mod statement;
 
 pub use decisions::{
     Decisions, Event, EventType, JobFigures, JobMetrics, NumaAssignment, ObjectRef, PreBindWrites,
-    QueueMetrics, VolumeWrite,
+    QueueMetrics, VgpuCard, VolumeWrite,
 };
 pub use dispatch::default_task_less;
 pub(crate) use dispatch::pod_index as dispatch_pod_index;

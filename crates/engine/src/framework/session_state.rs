@@ -419,6 +419,11 @@ impl SessionState {
         self.decisions.numa_assignments.push(assignment);
     }
 
+    /// Records the vGPU cards a device plugin saw (`volcano_vgpu_device_*`).
+    pub fn record_vgpu_cards(&mut self, cards: Vec<super::decisions::VgpuCard>) {
+        self.decisions.vgpu_cards = Some(cards);
+    }
+
     /// Why the job as a whole waits (`job_fit_errors`).
     /// Forgets where the job's pending tasks would have gone in discarded placements, so that
     /// their `PodScheduled` message gives why they wait instead of a dry run's node.

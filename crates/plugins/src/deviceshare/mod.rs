@@ -324,6 +324,7 @@ impl Plugin for DeviceShare {
                 .collect();
         }
         if self.config.vgpu {
+            let mut names = HashMap::new();
             self.vgpus = ssn
                 .nodes()
                 .iter()
@@ -332,10 +333,18 @@ impl Plugin for DeviceShare {
                     for &(t, _) in &n.tasks {
                         let spec = &ssn.task(t).spec;
                         gpus.add_pod(&spec.pod, &spec.uid);
+                        names.insert(spec.uid.clone(), spec.name.clone());
                     }
                     Some(gpus)
                 })
                 .collect();
+            let cards = self
+                .vgpus
+                .iter()
+                .flatten()
+                .flat_map(|gpus| vgpu::card_metrics(gpus, &names))
+                .collect();
+            ssn.record_vgpu_cards(cards);
         }
     }
 

@@ -415,6 +415,32 @@ fn parse_go_bool(s: &str) -> bool {
     matches!(s, "1" | "t" | "T" | "TRUE" | "true" | "True")
 }
 
+/// The node's cards for the `volcano_vgpu_device_*` gauges; pods by name (`uid → name`).
+pub fn card_metrics(
+    gpus: &Gpus,
+    names: &std::collections::HashMap<String, String>,
+) -> Vec<engine::framework::VgpuCard> {
+    gpus.cards
+        .values()
+        .map(|g| engine::framework::VgpuCard {
+            node: gpus.node.clone(),
+            uuid: g.uuid.clone(),
+            memory: g.memory.into(),
+            shared: g.used_num.into(),
+            used_memory: g.used_mem.into(),
+            used_cores: g.used_cores.into(),
+            pods: g
+                .pods
+                .iter()
+                .map(|(uid, u)| {
+                    let name = names.get(uid).cloned().unwrap_or_else(|| uid.clone());
+                    (name, u.memory.into(), u.cores.into())
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// The annotation value for a pod's cards (`encodePodDevices`).
 pub fn encode_pod_cards(cards: &PodCards) -> String {
     cards
