@@ -10,6 +10,7 @@
 //! String enumerations (phases, states, condition types) are plain `String`s with their known
 //! values as constants, so that a value added by a newer Volcano never fails to deserialise.
 
+pub mod device_config;
 pub mod keys;
 pub mod nodeinfo;
 pub mod pod_group;
@@ -21,6 +22,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+pub use device_config::DeviceConfig;
 pub use nodeinfo::Numatopology;
 pub use pod_group::{
     NetworkTopologySpec, POD_GROUP_NOT_READY, POD_GROUP_READY, PodGroup, PodGroupCondition,

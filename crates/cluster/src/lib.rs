@@ -15,6 +15,7 @@
 
 pub mod api_client;
 pub mod conf_watch;
+pub mod device_config;
 pub mod dump;
 pub mod errors;
 pub mod executor;

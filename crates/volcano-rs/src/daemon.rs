@@ -340,6 +340,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     )
     .await?;
 
+    // Volcano's device configuration, read once vGPU runs.
+    servers.spawn(cluster::device_config::run(
+        client.clone(),
+        shared.clone(),
+        (
+            conf_tx.subscribe(),
+            plugins::deviceshare::device_config_source,
+        ),
+        wait_shutdown(shutdown_rx.clone()),
+    ));
+
     // Watchers.
     let (problems_tx, problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
     let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);

@@ -27,8 +27,9 @@ enum Command {
     /// Schedule an in-memory cluster read from Kubernetes YAML/JSON and report the outcome.
     ///
     /// FILEs hold Nodes, Pods, PodGroups, Queues, PriorityClasses, PodDisruptionBudgets,
-    /// ResourceQuotas, Namespaces, PersistentVolumeClaims, PersistentVolumes, StorageClasses
-    /// and CSINodes as `kubectl get -o yaml` prints them (`kind: List` included); `-` reads standard input. Sessions run until one changes nothing, at most
+    /// ResourceQuotas, Namespaces, PersistentVolumeClaims, PersistentVolumes, StorageClasses,
+    /// CSINodes, HyperNodes, Numatopologies and ConfigMaps (the vGPU device configuration) as
+    /// `kubectl get -o yaml` prints them (`kind: List` included); `-` reads standard input. Sessions run until one changes nothing, at most
     /// --cycles.
     Simulate(Box<SimulateArgs>),
     /// Run the scheduler against a Kubernetes API server.

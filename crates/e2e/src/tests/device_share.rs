@@ -10,16 +10,19 @@
 //! card before the second: each later session reads the cards taken from the bound pods'
 //! `volcano.sh/vgpu-ids-new`, which the binding wrote. A pod wanting two cards of 3000 MiB then
 //! waits with the device's reason: only one card has that much left, though the node has
-//! 6768 MiB in all. `/metrics` shows Volcano's card gauges.
+//! 6768 MiB in all. A second node registers an A100 in MIG mode, whose geometries the test's
+//! device configuration ConfigMap gives: a pod asking `volcano.sh/vgpu-mode: mig` gets a MIG
+//! instance named by them. `/metrics` shows Volcano's card gauges.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Node, NodeStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::ObjectMeta;
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
 
 use crate::harness::{Env, TestCtx};
 
@@ -30,7 +33,7 @@ const GPU_NUMBER: &str = "volcano.sh/gpu-number";
 const GPU_INDEX: &str = "volcano.sh/gpu-index";
 
 /// The configuration with `deviceshare` given these arguments (YAML lines, indented).
-fn conf(arguments: &str) -> String {
+pub(crate) fn conf(arguments: &str) -> String {
     format!(
         r#"actions: "enqueue, allocate, backfill"
 tiers:
@@ -51,6 +54,23 @@ const SHARING_ARGS: &str = "      deviceshare.GPUSharingEnable: true\n";
 const VGPU_ARGS: &str = "      deviceshare.VGPUEnable: true
       deviceshare.SchedulePolicy: binpack
       deviceshare.ScheduleWeight: 10
+      deviceshare.KnownGeometriesCMName: e2e-device-share-vgpu
+";
+/// The test's device configuration ConfigMap (in kube-system): the MIG geometries of an A100.
+const DEVICE_CONFIG: &str = "e2e-device-share-vgpu";
+const DEVICE_CONFIG_YAML: &str = "nvidia:
+  resourceCountName: volcano.sh/vgpu-number
+  resourceMemoryName: volcano.sh/vgpu-memory
+  resourceCoreName: volcano.sh/vgpu-cores
+  knownMigGeometries:
+  - models: [A100-SXM4-40GB]
+    allowedGeometries:
+    - group: group1
+      geometries:
+      - {name: 1g.5gb, memory: 5120, count: 7}
+    - group: group2
+      geometries:
+      - {name: 2g.10gb, memory: 10240, count: 3}
 ";
 
 pub fn device_share(env: Env) -> BoxFuture<'static, anyhow::Result<()>> {
@@ -143,7 +163,63 @@ async fn run_vgpu(env: Env) -> anyhow::Result<()> {
     )
     .await?;
     let queue = ctx.queue("q", 1).await?;
+    let mig_node = gpu_node(
+        &ctx,
+        "mig",
+        &[
+            ("volcano.sh/vgpu-number", "7"),
+            ("volcano.sh/vgpu-memory", "40960"),
+            ("volcano.sh/vgpu-cores", "100"),
+        ],
+        BTreeMap::from([(
+            "volcano.sh/node-vgpu-register".to_string(),
+            "GPU-m0,7,40960,NVIDIA-A100-SXM4-40GB,true,mig:".to_string(),
+        )]),
+    )
+    .await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(ctx.env.client.clone(), "kube-system");
+    let _ = config_maps
+        .delete(DEVICE_CONFIG, &DeleteParams::default())
+        .await;
+    config_maps
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(DEVICE_CONFIG.into()),
+                    ..Default::default()
+                },
+                data: Some(BTreeMap::from([(
+                    "device-config.yaml".to_string(),
+                    DEVICE_CONFIG_YAML.to_string(),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await
+        .context("creating the device configuration ConfigMap")?;
+    let outcome = run_vgpu_pods(&ctx, &queue, (&node, &mig_node)).await;
+    let _ = config_maps
+        .delete(DEVICE_CONFIG, &DeleteParams::default())
+        .await;
+    outcome
+}
+
+/// The pods of `device-share-vgpu` on the HAMi-core node and the MIG node.
+async fn run_vgpu_pods(
+    ctx: &TestCtx,
+    queue: &str,
+    (node, mig_node): (&str, &str),
+) -> anyhow::Result<()> {
     let daemon = ctx.daemon_with_conf(&conf(VGPU_ARGS)).await?;
+    ctx.wait_for("the device configuration read", WAIT, || async {
+        if daemon.log().contains("device configuration read") {
+            Ok(())
+        } else {
+            Err("not yet".to_string())
+        }
+    })
+    .await?;
 
     // (pod, cards, MiB per card, the card expected)
     let placed = [
@@ -152,8 +228,8 @@ async fn run_vgpu(env: Env) -> anyhow::Result<()> {
         ("c", "1", "10000", "GPU-1"),
     ];
     for (name, cards, memory, card) in placed {
-        vgpu_pod(&ctx, &queue, name, cards, memory).await?;
-        wait_bound(&ctx, name).await?;
+        vgpu_pod(ctx, queue, name, cards, memory).await?;
+        wait_bound(ctx, name).await?;
         let pod = ctx.get_pod(name).await?;
         let annotations = pod.metadata.annotations.unwrap_or_default();
         let get = |k: &str| annotations.get(k).map(String::as_str);
@@ -164,19 +240,43 @@ async fn run_vgpu(env: Env) -> anyhow::Result<()> {
             "pod {name} should hold {want}: {annotations:?}"
         );
         ensure!(
-            get("volcano.sh/vgpu-node") == Some(node.as_str())
+            get("volcano.sh/vgpu-node") == Some(node)
                 && get("volcano.sh/bind-phase") == Some("allocating")
                 && get("volcano.sh/vgpu-time").is_some(),
             "pod {name} lacks the assignment annotations: {annotations:?}"
         );
     }
-    vgpu_pod(&ctx, &queue, "d", "2", "3000").await?;
+    vgpu_pod(ctx, queue, "d", "2", "3000").await?;
     ctx.wait_unschedulable(
         "d",
         "hami-vgpuDeviceSharing error: not enough gpu fitted on this node",
         WAIT,
     )
     .await?;
+    // A pod that insists on MIG gets an instance of the A100 by the ConfigMap's geometries:
+    // group1's 1g.5gb is too small for 8000 MiB, so group2's 2g.10gb, position 0.
+    ctx.pod("m")
+        .cpu("1")
+        .request("volcano.sh/vgpu-number", "1")
+        .limit("volcano.sh/vgpu-number", "1")
+        .request("volcano.sh/vgpu-memory", "8000")
+        .limit("volcano.sh/vgpu-memory", "8000")
+        .annotation("volcano.sh/vgpu-mode", "mig")
+        .queue_annotation(queue)
+        .create(ctx)
+        .await?;
+    wait_bound(ctx, "m").await?;
+    let m = ctx.get_pod("m").await?;
+    let ids = m
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .remove("volcano.sh/vgpu-ids-new");
+    ensure!(
+        m.spec.and_then(|s| s.node_name).as_deref() == Some(mig_node)
+            && ids.as_deref() == Some("GPU-m0[group2-0],NVIDIA,8000,0:"),
+        "pod m should hold GPU-m0[group2-0] on {mig_node}: {ids:?}"
+    );
     // Volcano's card gauges: GPU-0 shared by a and b, GPU-1 holding c's 10000 MiB.
     let want = [
         ("volcano_vgpu_device_shared_number", "GPU-0", "2"),

@@ -3,7 +3,8 @@
 //! `deploy/volcano-rs.yaml`, the chart rendered with its defaults), with leader election on, and
 //! does the basic work: binds a plain pod and a gang, writes PodGroup and Queue status, a pod's
 //! PodScheduled condition, events, and keeps its Lease. Any denied call in its log fails the
-//! test.
+//! test. The configuration runs `deviceshare` with vGPU, so the daemon also reads its device
+//! configuration ConfigMap under the chart's device configuration Role.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -16,7 +17,7 @@ use futures::TryFutureExt as _;
 use futures::future::BoxFuture;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
@@ -34,6 +35,18 @@ const MANIFEST: &str = "deploy/volcano-rs.yaml";
 /// The Lease name the chart's Role is limited to (its default release name).
 const CHART_LEASE: &str = "volcano-rs";
 const SHORT: Duration = Duration::from_secs(30);
+/// The chart's Roles: the Lease one and the device configuration one.
+const LEASE_ROLE: &str = "volcano-rs-leader-election";
+const DEVICE_ROLE: &str = "volcano-rs-device-config";
+/// The ConfigMap the chart's device configuration Role names, and where it lives.
+const CHART_DEVICE_CONFIG: &str = "volcano-vgpu-device-config";
+const DEVICE_CONFIG_NAMESPACE: &str = "kube-system";
+/// This test's device configuration ConfigMap (so that it touches no other).
+const DEVICE_CONFIG: &str = "e2e-rbac-device-config";
+/// `deviceshare`'s arguments: the vGPU device, reading this test's device configuration.
+const DEVICESHARE_ARGS: &str = "      deviceshare.VGPUEnable: true
+      deviceshare.KnownGeometriesCMName: e2e-rbac-device-config
+";
 
 pub fn rbac(env: Env) -> BoxFuture<'static, Result<()>> {
     Box::pin(async move {
@@ -57,19 +70,28 @@ async fn run(ctx: &TestCtx) -> Result<()> {
     let manifest_path = workspace_root().join(MANIFEST);
     let manifest = std::fs::read_to_string(&manifest_path)
         .with_context(|| format!("reading {}", manifest_path.display()))?;
-    let cluster_rules = role_rules(&manifest, "ClusterRole")?;
-    let lease_rules = rename_lease(role_rules(&manifest, "Role")?, &ctx.lease_name())?;
+    let cluster_rules = role_rules(&manifest, "ClusterRole", None)?;
+    let lease_rules = rename_lease(
+        role_rules(&manifest, "Role", Some(LEASE_ROLE))?,
+        &ctx.lease_name(),
+    )?;
+    let device_rules = rename_device_config(role_rules(&manifest, "Role", Some(DEVICE_ROLE))?)?;
 
     remove_grants(&ctx.env.client, &ctx.ns)
         .await
         .context("removing RBAC objects of an earlier run")?;
     grant(ctx, cluster_rules, lease_rules).await?;
+    grant_device_config(ctx, device_rules).await?;
     let kubeconfig = service_account_kubeconfig(ctx).await?;
     check_least_privilege(ctx, &kubeconfig).await?;
 
     ctx.nodes("n", 2, "4", "8Gi", 110).await?;
     let queue = ctx.queue("q", 1).await?;
     let kubeconfig_arg = kubeconfig.display().to_string();
+    let conf_path = ctx.env.log_dir.join(format!("{NAME}.conf"));
+    std::fs::write(&conf_path, super::device_share::conf(DEVICESHARE_ARGS))
+        .context("writing the scheduler configuration")?;
+    let conf_arg = conf_path.display().to_string();
     // Event publishing failures are logged at debug level by the executor only.
     let daemon = ctx
         .daemon_logging(
@@ -82,11 +104,26 @@ async fn run(ctx: &TestCtx) -> Result<()> {
                 LEASE_NAMESPACE,
                 "--leader-elect-resource-name",
                 &ctx.lease_name(),
+                "--scheduler-conf",
+                &conf_arg,
             ],
         )
         .await?;
 
     let checked = scheduling_checks(ctx, &queue).await;
+    let checked = match checked {
+        Ok(()) => {
+            ctx.wait_for("the device configuration read", SHORT, || async {
+                if daemon.log().contains("device configuration read") {
+                    Ok(())
+                } else {
+                    Err("no \"device configuration read\" in the log".to_string())
+                }
+            })
+            .await
+        }
+        failed => failed,
+    };
     // Denied calls are reported even when a check failed first: they are its likely cause.
     let denied = denied_lines(&daemon.log());
     if !denied.is_empty() {
@@ -316,9 +353,103 @@ async fn grant(
     Ok(())
 }
 
+/// Grants the chart's device configuration rules in the ConfigMap's namespace and creates the
+/// test's ConfigMap there.
+async fn grant_device_config(ctx: &TestCtx, rules: Vec<PolicyRule>) -> Result<()> {
+    let client = &ctx.env.client;
+    let pp = PostParams::default();
+    let meta = |name: &str| ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(DEVICE_CONFIG_NAMESPACE.to_string()),
+        labels: Some(BTreeMap::from([ctx.label.clone()])),
+        ..Default::default()
+    };
+    let role = Role {
+        metadata: meta(IDENTITY),
+        rules: Some(rules),
+    };
+    Api::<Role>::namespaced(client.clone(), DEVICE_CONFIG_NAMESPACE)
+        .create(&pp, &role)
+        .await
+        .context("creating the device configuration Role")?;
+    let binding = RoleBinding {
+        metadata: meta(IDENTITY),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Role".into(),
+            name: IDENTITY.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: IDENTITY.into(),
+            namespace: Some(ctx.ns.clone()),
+            ..Default::default()
+        }]),
+    };
+    Api::<RoleBinding>::namespaced(client.clone(), DEVICE_CONFIG_NAMESPACE)
+        .create(&pp, &binding)
+        .await
+        .context("creating the device configuration RoleBinding")?;
+    let cm = ConfigMap {
+        metadata: meta(DEVICE_CONFIG),
+        data: Some(BTreeMap::from([(
+            "device-config.yaml".to_string(),
+            "nvidia:\n  resourceCountName: volcano.sh/vgpu-number\n".to_string(),
+        )])),
+        ..Default::default()
+    };
+    Api::<ConfigMap>::namespaced(client.clone(), DEVICE_CONFIG_NAMESPACE)
+        .create(&pp, &cm)
+        .await
+        .context("creating the device configuration ConfigMap")?;
+    Ok(())
+}
+
+/// The chart's device configuration Role names the default ConfigMap; this test's daemon reads
+/// the test's own instead.
+fn rename_device_config(mut rules: Vec<PolicyRule>) -> Result<Vec<PolicyRule>> {
+    let mut renamed = 0;
+    for names in rules.iter_mut().filter_map(|r| r.resource_names.as_mut()) {
+        for name in names.iter_mut().filter(|n| *n == CHART_DEVICE_CONFIG) {
+            *name = DEVICE_CONFIG.to_string();
+            renamed += 1;
+        }
+    }
+    ensure!(
+        renamed > 0,
+        "expected the chart's device configuration Role to name {CHART_DEVICE_CONFIG:?}, got {rules:?}"
+    );
+    Ok(rules)
+}
+
 /// Deletes the ServiceAccount and the RBAC objects of this test; absent ones are fine.
 async fn remove_grants(client: &Client, ns: &str) -> Result<()> {
     let dp = DeleteParams::default();
+    for (what, deleted) in [
+        (
+            "the device configuration RoleBinding",
+            Api::<RoleBinding>::namespaced(client.clone(), DEVICE_CONFIG_NAMESPACE)
+                .delete(IDENTITY, &dp)
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "the device configuration Role",
+            Api::<Role>::namespaced(client.clone(), DEVICE_CONFIG_NAMESPACE)
+                .delete(IDENTITY, &dp)
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "the device configuration ConfigMap",
+            Api::<ConfigMap>::namespaced(client.clone(), DEVICE_CONFIG_NAMESPACE)
+                .delete(DEVICE_CONFIG, &dp)
+                .await
+                .map(|_| ()),
+        ),
+    ] {
+        absent_ok(deleted).with_context(|| format!("deleting {what}"))?;
+    }
     absent_ok(
         Api::<ClusterRoleBinding>::all(client.clone())
             .delete(IDENTITY, &dp)
@@ -451,11 +582,17 @@ async fn check_least_privilege(ctx: &TestCtx, kubeconfig: &Path) -> Result<()> {
 /// Reads only what the chart's RBAC templates produce: a top-level `rules:` whose items hold
 /// `key: [flow, list]` fields. Anything else is an error, so a change of the chart's layout
 /// fails the test instead of silently granting something else.
-fn role_rules(manifest: &str, kind: &str) -> Result<Vec<PolicyRule>> {
+fn role_rules(manifest: &str, kind: &str, name: Option<&str>) -> Result<Vec<PolicyRule>> {
     let kind_line = format!("kind: {kind}");
+    let name_line = name.map(|n| format!("name: {n}"));
     let documents: Vec<&str> = manifest
         .split("\n---")
         .filter(|doc| doc.lines().any(|l| l.trim_end() == kind_line))
+        .filter(|doc| {
+            name_line
+                .as_ref()
+                .is_none_or(|n| doc.lines().any(|l| l.trim() == n))
+        })
         .collect();
     let [document] = documents[..] else {
         bail!(
@@ -626,7 +763,7 @@ roleRef:
 
     #[test]
     fn cluster_role_rules_are_read_exactly() {
-        let rules = role_rules(RENDERED, "ClusterRole").expect("valid");
+        let rules = role_rules(RENDERED, "ClusterRole", None).expect("valid");
         assert_eq!(rules.len(), 2, "{rules:?}");
         assert_eq!(rules[0].api_groups, Some(strings(&[""])));
         assert_eq!(rules[0].resources, Some(strings(&["pods/binding"])));
@@ -645,29 +782,29 @@ roleRef:
 
     #[test]
     fn role_rules_stop_at_the_next_top_level_key_and_the_lease_is_renamed() {
-        let rules = role_rules(RENDERED, "Role").expect("valid");
+        let rules = role_rules(RENDERED, "Role", None).expect("valid");
         assert_eq!(rules.len(), 2, "{rules:?}");
         let rules = rename_lease(rules, "e2e-rbac").expect("names the chart's lease");
         assert_eq!(rules[0].resource_names, None);
         assert_eq!(rules[1].resource_names, Some(strings(&["e2e-rbac"])));
         assert_eq!(rules[1].verbs, strings(&["get", "update"]));
         // Without the chart's Lease name there is nothing to adjust: the chart changed.
-        let unnamed = role_rules(RENDERED, "ClusterRole").expect("valid");
+        let unnamed = role_rules(RENDERED, "ClusterRole", None).expect("valid");
         assert!(rename_lease(unnamed, "e2e-rbac").is_err());
     }
 
     #[test]
     fn unexpected_layouts_are_errors() {
-        assert!(role_rules("kind: Role\nmetadata: {}\n", "Role").is_err());
-        assert!(role_rules("kind: ClusterRole\nrules:\n", "ClusterRole").is_err());
+        assert!(role_rules("kind: Role\nmetadata: {}\n", "Role", None).is_err());
+        assert!(role_rules("kind: ClusterRole\nrules:\n", "ClusterRole", None).is_err());
         let block_list = "kind: Role\nrules:\n  - verbs:\n    - get\n";
-        assert!(role_rules(block_list, "Role").is_err());
+        assert!(role_rules(block_list, "Role", None).is_err());
         let unknown = "kind: Role\nrules:\n  - verbs: [get]\n    colour: [red]\n";
-        assert!(role_rules(unknown, "Role").is_err());
+        assert!(role_rules(unknown, "Role", None).is_err());
         let twice =
             "kind: Role\nrules:\n  - verbs: [get]\n---\nkind: Role\nrules:\n  - verbs: [get]\n";
-        assert!(role_rules(twice, "Role").is_err());
-        assert!(role_rules(RENDERED, "Nothing").is_err());
+        assert!(role_rules(twice, "Role", None).is_err());
+        assert!(role_rules(RENDERED, "Nothing", None).is_err());
         assert!(flow_list("[\"a\", [b]]").is_err());
         assert_eq!(flow_list("[]").ok(), Some(Vec::new()));
     }
@@ -676,7 +813,7 @@ roleRef:
     fn the_shipped_manifest_grants_binding_and_the_lease() {
         let path = workspace_root().join(MANIFEST);
         let manifest = std::fs::read_to_string(&path).expect("deploy/volcano-rs.yaml exists");
-        let cluster = role_rules(&manifest, "ClusterRole").expect("chart ClusterRole");
+        let cluster = role_rules(&manifest, "ClusterRole", None).expect("chart ClusterRole");
         assert!(
             cluster.iter().any(|r| r
                 .resources
@@ -685,8 +822,10 @@ roleRef:
                 && r.verbs.contains(&"create".to_string())),
             "{cluster:?}"
         );
-        let role = role_rules(&manifest, "Role").expect("chart Role");
+        let role = role_rules(&manifest, "Role", Some(LEASE_ROLE)).expect("chart Role");
         assert!(rename_lease(role, "e2e-rbac").is_ok());
+        let device = role_rules(&manifest, "Role", Some(DEVICE_ROLE)).expect("device Role");
+        assert!(rename_device_config(device).is_ok());
     }
 
     #[test]

@@ -112,6 +112,9 @@ pub struct ClusterState {
     numatopologies: Arc<BTreeMap<String, Arc<apis::Numatopology>>>,
     /// CPUs given to pods bound since their node's last report, by node and pod (`numa.rs`).
     numa_given: Arc<BTreeMap<String, BTreeMap<String, numa::NumaGiven>>>,
+    /// Volcano's device configuration, once read (`deviceshare`'s vGPU resource names and MIG
+    /// geometries); `None` until then, which the plugin reads as Volcano's defaults.
+    device_config: Option<Arc<apis::DeviceConfig>>,
     next_node_seq: u64,
     /// Built on the first snapshot after the nodes or their load changed; shared by the
     /// snapshots taken since ([`ClusterState::node_table`]).
@@ -432,6 +435,16 @@ impl ClusterState {
                 table.insert(name, u);
             }
         }
+    }
+
+    /// Sets the device configuration the sessions see from now on.
+    pub fn set_device_config(&mut self, config: apis::DeviceConfig) {
+        self.device_config = Some(Arc::new(config));
+    }
+
+    /// The device configuration, if one was read.
+    pub fn device_config(&self) -> Option<&apis::DeviceConfig> {
+        self.device_config.as_deref()
     }
 
     /// The last sample for a node, if any.

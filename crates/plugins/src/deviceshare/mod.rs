@@ -17,8 +17,12 @@
 //! with `deviceshare.ScheduleWeight` above 0, scores nodes. The bind carries the vGPU
 //! assignment annotations the device plugin acts on.
 //!
-//! Volcano's Ascend vNPU devices, its MIG vGPU mode (which needs a device configuration
-//! naming the card models' geometries), GPU-exclusive rules and node lock are not provided: their switches are reported and ignored.
+//! Volcano's device configuration ConfigMap, which names the vGPU resources and MIG
+//! geometries, reaches the sessions on the state (the daemon reads it; [`device_config_source`]
+//! says which one).
+//!
+//! Volcano's Ascend vNPU devices, GPU-exclusive rules and node lock are not provided: their
+//! switches are reported and ignored.
 
 mod gpushare;
 pub mod vgpu;
@@ -42,6 +46,9 @@ const SHARING_KEY: &str = "deviceshare.GPUSharingEnable";
 const NUMBER_KEY: &str = "deviceshare.GPUNumberEnable";
 const VGPU_KEY: &str = "deviceshare.VGPUEnable";
 const POLICY_KEY: &str = "deviceshare.SchedulePolicy";
+const EXCLUSIVE_KEY: &str = "deviceshare.GPUExclusiveRules";
+const CM_NAME_KEY: &str = "deviceshare.KnownGeometriesCMName";
+const CM_NAMESPACE_KEY: &str = "deviceshare.KnownGeometriesCMNamespace";
 const WEIGHT_KEY: &str = "deviceshare.ScheduleWeight";
 /// Switches of devices or features this build does not provide.
 const NOT_PROVIDED: &[&str] = &[
@@ -97,6 +104,12 @@ impl Config {
             ));
             c.vgpu = false;
         }
+        if args.contains_key(EXCLUSIVE_KEY) {
+            warnings.push(ArgWarning::new(
+                EXCLUSIVE_KEY,
+                "not provided by this build; ignored",
+            ));
+        }
         for key in NOT_PROVIDED {
             let mut on = false;
             if args.get_bool(key, &mut on).is_ok() && on {
@@ -113,6 +126,21 @@ impl Config {
     fn gpushare(&self) -> bool {
         self.gpu_sharing || self.gpu_number
     }
+}
+
+/// Where the configuration's vGPU device reads Volcano's device configuration from: the
+/// ConfigMap (namespace, name) of `deviceshare.KnownGeometriesCMNamespace` /
+/// `deviceshare.KnownGeometriesCMName`, or `None` when no `deviceshare` runs with vGPU.
+pub fn device_config_source(conf: &engine::conf::SchedulerConf) -> Option<(String, String)> {
+    let args = &conf
+        .plugin_options()
+        .find(|p| p.name == NAME && Config::read(&p.arguments, &mut Vec::new()).vgpu)?
+        .arguments;
+    let mut name = apis::device_config::DEFAULT_NAME.to_string();
+    let mut namespace = apis::device_config::DEFAULT_NAMESPACE.to_string();
+    let _ = args.get_string(CM_NAME_KEY, &mut name);
+    let _ = args.get_string(CM_NAMESPACE_KEY, &mut namespace);
+    Some((namespace, name))
 }
 
 /// The problems [`Config::read`] finds, for the configuration parser.
@@ -324,12 +352,22 @@ impl Plugin for DeviceShare {
                 .collect();
         }
         if self.config.vgpu {
+            // Volcano's device configuration when one was read, else its defaults.
+            let defaults;
+            let device_config = match ssn.snapshot().device_config() {
+                Some(c) => c,
+                None => {
+                    defaults = apis::DeviceConfig::defaults();
+                    &defaults
+                }
+            };
+            self.names = ResourceNames::of(device_config);
             let mut names = HashMap::new();
             self.vgpus = ssn
                 .nodes()
                 .iter()
                 .map(|n| {
-                    let mut gpus = Gpus::of_node(&n.spec.node)?;
+                    let mut gpus = Gpus::of_node(&n.spec.node, device_config)?;
                     for &(t, _) in &n.tasks {
                         let spec = &ssn.task(t).spec;
                         gpus.add_pod(&spec.pod, &spec.uid);

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use apis::{PodGroup, Queue};
 use k8s_openapi::api::core::v1::{
-    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ResourceQuota,
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ResourceQuota,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -45,6 +45,8 @@ pub struct SimInput {
     pub csi_nodes: Vec<CSINode>,
     pub hyper_nodes: Vec<apis::HyperNode>,
     pub numatopologies: Vec<apis::Numatopology>,
+    /// ConfigMaps: the one `deviceshare`'s vGPU device names holds its device configuration.
+    pub config_maps: Vec<ConfigMap>,
     /// The scheduler configuration a daemon's `/debug/state` dump carries
     /// (`kind: SchedulerConfiguration`): its location and text. Used when no
     /// `--scheduler-conf` is given.
@@ -74,10 +76,11 @@ enum Kind {
     CSINode,
     HyperNode,
     Numatopology,
+    ConfigMap,
 }
 
 impl Kind {
-    const ALL: [Kind; 14] = [
+    const ALL: [Kind; 15] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -92,6 +95,7 @@ impl Kind {
         Kind::CSINode,
         Kind::HyperNode,
         Kind::Numatopology,
+        Kind::ConfigMap,
     ];
 
     fn name(self) -> &'static str {
@@ -110,6 +114,7 @@ impl Kind {
             Kind::CSINode => "CSINode",
             Kind::HyperNode => "HyperNode",
             Kind::Numatopology => "Numatopology",
+            Kind::ConfigMap => "ConfigMap",
         }
     }
 
@@ -120,7 +125,8 @@ impl Kind {
             | Kind::ResourceQuota
             | Kind::Namespace
             | Kind::PersistentVolumeClaim
-            | Kind::PersistentVolume => "v1",
+            | Kind::PersistentVolume
+            | Kind::ConfigMap => "v1",
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PodGroup | Kind::Queue => apis::API_VERSION,
             Kind::PriorityClass => "scheduling.k8s.io/v1",
@@ -138,6 +144,7 @@ impl Kind {
                 | Kind::PodDisruptionBudget
                 | Kind::ResourceQuota
                 | Kind::PersistentVolumeClaim
+                | Kind::ConfigMap
         )
     }
 
@@ -414,6 +421,7 @@ impl SimInput {
             Kind::CSINode => self.csi_nodes.push(typed(value, known, &fail)?),
             Kind::HyperNode => self.hyper_nodes.push(typed(value, known, &fail)?),
             Kind::Numatopology => self.numatopologies.push(typed(value, known, &fail)?),
+            Kind::ConfigMap => self.config_maps.push(typed(value, known, &fail)?),
         }
         if !self.seen.insert((known, key)) {
             self.warnings.push(format!(
@@ -452,7 +460,8 @@ has_meta!(
     StorageClass,
     CSINode,
     apis::HyperNode,
-    apis::Numatopology
+    apis::Numatopology,
+    ConfigMap
 );
 
 /// Decodes one object and gives a namespaced object without a namespace the `default` one,

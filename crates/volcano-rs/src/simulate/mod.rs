@@ -146,6 +146,30 @@ pub fn parse_conf(file: &ConfFile, strict: bool) -> Result<(SchedulerConf, Vec<S
 }
 
 /// Runs the simulation: sessions until one changes nothing, at most `opts.max_cycles`.
+/// The device configuration the configuration's vGPU device reads, from the input's ConfigMap
+/// of that namespace and name (as the daemon reads it from the API server); Volcano's defaults,
+/// with a warning, when it is absent or unreadable. `None` when no vGPU device runs.
+fn device_config(
+    input: &SimInput,
+    conf: &SchedulerConf,
+    warnings: &mut Vec<String>,
+) -> Option<apis::DeviceConfig> {
+    let (namespace, name) = plugins::deviceshare::device_config_source(conf)?;
+    let found = input.config_maps.iter().rev().find(|cm| {
+        cm.metadata.name.as_deref() == Some(name.as_str())
+            && cm.metadata.namespace.as_deref() == Some(namespace.as_str())
+    });
+    match ::cluster::device_config::from_config_map(Ok(found.cloned())) {
+        Ok(config) => Some(config),
+        Err(why) => {
+            warnings.push(format!(
+                "device configuration ConfigMap {namespace}/{name}: {why}; Volcano's defaults apply"
+            ));
+            Some(apis::DeviceConfig::defaults())
+        }
+    }
+}
+
 pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
     let mut warnings = Vec::new();
     if input.nodes.is_empty() && input.pods.is_empty() {
@@ -217,6 +241,9 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
     let (mut cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);
     cluster.recreate_evicted = opts.recreate_evicted;
     warnings.extend(admission_warnings);
+    if let Some(config) = device_config(input, &conf, &mut warnings) {
+        cluster.shared().lock().set_device_config(config);
+    }
     let clock = SimClock::new(opts.now, opts.cycle_period);
 
     let sink = Arc::new(SimSink {
@@ -421,6 +448,26 @@ mod tests {
         assert!(matches!(err, SimError::Config { .. }));
         assert!(text.starts_with("sched.conf: actions"), "{text}");
         assert!(text.contains("nosuchaction"), "{text}");
+    }
+
+    #[test]
+    fn a_missing_device_configuration_is_a_warning_and_defaults_apply() {
+        let mut opts = SimOptions::new(now());
+        opts.scheduler_conf = Some(ConfFile {
+            name: "sched.conf".into(),
+            text: "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: deviceshare\n    \
+                   arguments: {deviceshare.VGPUEnable: true, \
+                   deviceshare.KnownGeometriesCMNamespace: gpu}\n"
+                .into(),
+        });
+        let report = run(&SimInput::default(), &opts).expect("valid configuration");
+        assert!(
+            report.warnings.iter().any(|w| w
+                == "device configuration ConfigMap gpu/volcano-vgpu-device-config: no such \
+                    ConfigMap; Volcano's defaults apply"),
+            "{:?}",
+            report.warnings
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Volcano's vGPU device (spec/plugins-more.md §12; Volcano's
-//! `pkg/scheduler/api/devices/nvidia/vgpu`, the HAMi-core sharing mode): the device plugin
+//! `pkg/scheduler/api/devices/nvidia/vgpu`, HAMi-core and [`mig`] modes): the device plugin
 //! registers a node's cards in the node annotation `volcano.sh/node-vgpu-register`
 //! (`uuid,count,memory,type,health,mode:` per card); a container asks cards
 //! (`volcano.sh/vgpu-number`), memory per card (`volcano.sh/vgpu-memory`, MiB) and compute per
@@ -8,10 +8,13 @@
 //! pod as `volcano.sh/vgpu-ids-new` (`uuid,NVIDIA,memory,cores:` per card, `;` between
 //! containers), which is also how the pods already on a node are accounted.
 
+pub mod mig;
 pub mod request;
 
 use std::collections::BTreeMap;
 
+use apis::DeviceConfig;
+use apis::device_config::Geometry;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use request::{ContainerRequest, NVIDIA, ResourceNames, UuidFilter};
@@ -33,6 +36,8 @@ pub const BIND_PHASE: &str = "volcano.sh/bind-phase";
 
 /// The HAMi-core sharing mode, the one a card registered without a known mode gets.
 pub const HAMI_CORE: &str = "hami-core";
+/// The MIG sharing mode ([`mig`]).
+pub const MIG: &str = "mig";
 
 /// The policy that orders a node's cards and scores the node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,6 +71,8 @@ pub struct Usage {
     pub group: String,
     /// How many of the pod's containers use the card (each counts as a user).
     pub containers: u32,
+    /// The MIG instances the pod holds here (MIG mode).
+    pub instances: Vec<String>,
 }
 
 /// One registered card and what is in use on it (`GPUDevice`).
@@ -83,6 +90,9 @@ pub struct Gpu {
     pub used_cores: u32,
     /// Pod uid → what it uses here.
     pub pods: BTreeMap<String, Usage>,
+    /// MIG mode: the geometries the card's model allows, and the instances in use.
+    pub mig_geometries: Vec<Geometry>,
+    pub mig_usage: mig::MigUsage,
 }
 
 impl Gpu {
@@ -131,6 +141,8 @@ pub struct Gpus {
     pub node: String,
     /// The sharing mode the node registered (the last card's).
     pub mode: String,
+    /// MIG mode: instance memory is `request × factor` when the factor is above 1.
+    pub memory_factor: u32,
     pub cards: BTreeMap<usize, Gpu>,
 }
 
@@ -147,7 +159,7 @@ fn allocatable(node: &Node, name: &str) -> i128 {
 impl Gpus {
     /// The node's registered cards, or `None` when it registered none or offers no vGPU
     /// number, cores or memory (`NewGPUDevices`).
-    pub fn of_node(node: &Node) -> Option<Gpus> {
+    pub fn of_node(node: &Node, config: &DeviceConfig) -> Option<Gpus> {
         let name = node.metadata.name.as_deref().unwrap_or("");
         let value = node.metadata.annotations.as_ref()?.get(REGISTER)?;
         let offered = [
@@ -158,19 +170,22 @@ impl Gpus {
         if offered.iter().any(|r| allocatable(node, r) == 0) {
             return None;
         }
-        let gpus = Gpus::decode(name, value)?;
+        let gpus = Gpus::decode(name, value, config)?;
         (!gpus.cards.is_empty()).then_some(gpus)
     }
 
     /// Reads the registration (`decodeNodeDevices`): a card with fewer than six fields makes
-    /// the whole registration unreadable; unreadable numbers count as 0, as in Volcano.
-    pub fn decode(node: &str, value: &str) -> Option<Gpus> {
+    /// the whole registration unreadable; unreadable numbers count as 0, as in Volcano. A card
+    /// registered as `mig` whose model the configuration gives no geometry is HAMi-core; the
+    /// node's mode is the last card's.
+    pub fn decode(node: &str, value: &str, config: &DeviceConfig) -> Option<Gpus> {
         if !value.contains(':') {
             return None;
         }
         let mut gpus = Gpus {
             node: node.to_string(),
             mode: HAMI_CORE.to_string(),
+            memory_factor: config.nvidia.gpu_memory_factor,
             cards: BTreeMap::new(),
         };
         for (index, card) in value.split(':').enumerate() {
@@ -188,9 +203,13 @@ impl Gpus {
                 items[3],
             );
             gpu.health = parse_go_bool(items[4]);
-            // Only HAMi-core is provided here; Volcano too falls back to it when a MIG card's
-            // geometry is unknown, which is every card without a device configuration.
             gpus.mode = HAMI_CORE.to_string();
+            if items[5] == MIG
+                && let Some(geometries) = config.geometries_of(&gpu.card_type)
+            {
+                gpu.mig_geometries = geometries.to_vec();
+                gpus.mode = MIG.to_string();
+            }
             gpus.cards.insert(index, gpu);
         }
         Some(gpus)
@@ -204,28 +223,48 @@ impl Gpus {
         };
         let group = request::pod_group_key(pod);
         for used in decode_pod_cards(ids).iter().flatten() {
-            let Some(gpu) = self.card_of(&used.uuid) else {
-                continue;
-            };
-            if gpu.pods.contains_key(uid) {
-                continue;
+            if let Some(key) = self.card_of(&used.uuid)
+                && !self.cards[&key].pods.contains_key(uid)
+            {
+                self.hold(key, used, uid, &group);
             }
-            gpu.take(used.memory, used.cores);
-            gpu.pods.insert(
-                uid.to_string(),
-                Usage {
-                    memory: used.memory,
-                    cores: used.cores,
-                    group: group.clone(),
-                    containers: 1,
-                },
-            );
         }
     }
 
     /// The first card (by position) whose UUID the assigned id contains.
-    fn card_of(&mut self, id: &str) -> Option<&mut Gpu> {
-        self.cards.values_mut().find(|g| id.contains(&g.uuid))
+    fn card_of(&self, id: &str) -> Option<usize> {
+        self.cards
+            .iter()
+            .find(|(_, g)| id.contains(&g.uuid))
+            .map(|(&k, _)| k)
+    }
+
+    /// Puts one container's card in use for the pod (`AddPod` of the node's sharing mode).
+    fn hold(&mut self, key: usize, used: &Assigned, uid: &str, group: &str) {
+        let (mig, factor) = (self.mode == MIG, self.memory_factor);
+        let Some(gpu) = self.cards.get_mut(&key) else {
+            return;
+        };
+        let mut memory = used.memory;
+        if mig {
+            // An id that names no instance holds nothing, as in Volcano.
+            let Some((g, position)) = mig::decode_id(&used.uuid) else {
+                return;
+            };
+            memory = mig::add_used(&mut gpu.mig_usage, &gpu.mig_geometries, g, position);
+            if factor > 1 {
+                memory /= factor;
+            }
+        }
+        gpu.take(memory, used.cores);
+        let usage = gpu.pods.entry(uid.to_string()).or_default();
+        usage.memory += memory;
+        usage.cores += used.cores;
+        usage.containers += 1;
+        usage.group = group.to_string();
+        if mig {
+            usage.instances.push(used.uuid.clone());
+        }
     }
 
     /// Puts a placed pod's cards in use (what `Allocate` does through `TryAddPod` and
@@ -233,15 +272,9 @@ impl Gpus {
     pub fn commit(&mut self, pod: &Pod, uid: &str, cards: &PodCards) {
         let group = request::pod_group_key(pod);
         for used in cards.iter().flatten() {
-            let Some(gpu) = self.card_of(&used.uuid) else {
-                continue;
-            };
-            gpu.take(used.memory, used.cores);
-            let usage = gpu.pods.entry(uid.to_string()).or_default();
-            usage.memory += used.memory;
-            usage.cores += used.cores;
-            usage.containers += 1;
-            usage.group = group.clone();
+            if let Some(key) = self.card_of(&used.uuid) {
+                self.hold(key, used, uid, &group);
+            }
         }
     }
 
@@ -249,6 +282,11 @@ impl Gpus {
     pub fn release(&mut self, uid: &str) {
         for gpu in self.cards.values_mut() {
             if let Some(usage) = gpu.pods.remove(uid) {
+                for id in &usage.instances {
+                    if let Some((g, position)) = mig::decode_id(id) {
+                        mig::sub_used(&mut gpu.mig_usage, &gpu.mig_geometries, g, position);
+                    }
+                }
                 gpu.used_num = gpu.used_num.saturating_sub(usage.containers);
                 gpu.used_mem = gpu.used_mem.saturating_sub(usage.memory);
                 gpu.used_cores = gpu.used_cores.saturating_sub(usage.cores);
@@ -305,6 +343,7 @@ impl Gpus {
         if usize::try_from(nums).is_ok_and(|n| n > self.cards.len()) {
             return Err(format!("no enough gpu cards on node {}", self.node));
         }
+        let (mig, factor) = (self.mode == MIG, self.memory_factor);
         let mut cards = Vec::new();
         let mut score = 0.0;
         let mut uuid_matched = false;
@@ -320,11 +359,13 @@ impl Gpus {
                 continue;
             };
             let cores = req.cores.max(0) as u32;
-            gpu.take(memory, cores);
+            let Some(id) = try_add(gpu, memory, cores, mig, factor) else {
+                continue;
+            };
             if nums > 0 {
                 nums -= 1;
                 cards.push(Assigned {
-                    uuid: gpu.uuid.clone(),
+                    uuid: id,
                     card_type: NVIDIA.to_string(),
                     memory,
                     cores,
@@ -361,6 +402,30 @@ impl Gpus {
         }
         order
     }
+}
+
+/// Takes the card for a container (`TryAddPod` of the sharing mode): the id it is known by in
+/// the pod's annotation, or `None` when a MIG card has no instance for it. The MIG instance is
+/// marked in use at once, so that the pod's next container or the session's next pod does not
+/// get it too (Volcano marks it only when it next reads the pod's annotation).
+fn try_add(gpu: &mut Gpu, memory: u32, cores: u32, mig: bool, factor: u32) -> Option<String> {
+    if !mig {
+        gpu.take(memory, cores);
+        return Some(gpu.uuid.clone());
+    }
+    let request = if factor > 1 {
+        memory.saturating_mul(factor)
+    } else {
+        memory
+    };
+    let (id, _) = mig::find(&gpu.uuid, request, &gpu.mig_usage, &gpu.mig_geometries)?;
+    let (g, position) = mig::decode_id(&id)?;
+    let mut held = mig::add_used(&mut gpu.mig_usage, &gpu.mig_geometries, g, position);
+    if factor > 1 {
+        held /= factor;
+    }
+    gpu.take(held, cores);
+    Some(id)
 }
 
 /// The memory (MiB) the container takes on this card, or `None` when the card cannot take it.

@@ -41,6 +41,19 @@ impl Default for ResourceNames {
     }
 }
 
+impl ResourceNames {
+    /// The names a device configuration gives (empty where it gives none, as in Volcano).
+    pub fn of(config: &apis::DeviceConfig) -> ResourceNames {
+        let n = &config.nvidia;
+        ResourceNames {
+            count: n.resource_count_name.clone(),
+            memory: n.resource_memory_name.clone(),
+            cores: n.resource_core_name.clone(),
+            memory_percentage: n.resource_memory_percentage_name.clone(),
+        }
+    }
+}
+
 /// One container's request (`ContainerDeviceRequest`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContainerRequest {

@@ -61,6 +61,7 @@ fn gpus(node: &str, n: usize, memory: u32, sharing: u32) -> Gpus {
     Gpus {
         node: node.to_string(),
         mode: HAMI_CORE.to_string(),
+        memory_factor: 0,
         cards,
     }
 }
@@ -299,6 +300,7 @@ fn device_has_pod_from_same_group() {
                 cores,
                 group: group.to_string(),
                 containers: 1,
+                instances: Vec::new(),
             },
         );
         g
@@ -473,6 +475,7 @@ fn one_card() -> Gpus {
             },
         )]),
         mode: HAMI_CORE.to_string(),
+        memory_factor: 0,
         ..Gpus::default()
     }
 }
@@ -542,6 +545,7 @@ fn release_frees_the_card_in_any_bind_phase() {
         let mut gs = Gpus {
             node: "node-a".to_string(),
             mode: HAMI_CORE.to_string(),
+            memory_factor: 0,
             cards: BTreeMap::from([(0, Gpu::new("GPU-aaaa", 4, 1000, "NVIDIA"))]),
         };
         let pod = pod_of(
@@ -580,6 +584,7 @@ fn hami_node() -> Gpus {
     Gpus {
         node: "n".to_string(),
         mode: HAMI_CORE.to_string(),
+        memory_factor: 0,
         cards: BTreeMap::from([(0, Gpu::new("GPU-0", 4, 16384, "NVIDIA"))]),
     }
 }
@@ -709,6 +714,7 @@ fn bare_node(name: &str, cards: Vec<Gpu>) -> Gpus {
     Gpus {
         node: name.to_string(),
         mode: HAMI_CORE.to_string(),
+        memory_factor: 0,
         cards: cards.into_iter().enumerate().collect(),
     }
 }
@@ -775,7 +781,7 @@ fn filter_node_three_whole_cards() {
 fn decode_registration() {
     let value = "GPU-a,10,16384,NVIDIA-Tesla T4,true,hami-core:\
                  GPU-b,10,16384,NVIDIA-Tesla T4,false,hami-core:";
-    let gs = Gpus::decode("n1", value).expect("readable");
+    let gs = Gpus::decode("n1", value, &apis::DeviceConfig::defaults()).expect("readable");
     assert_eq!(gs.node, "n1");
     assert_eq!(gs.mode, HAMI_CORE);
     assert_eq!(gs.cards.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
@@ -790,8 +796,14 @@ fn decode_registration() {
     assert_eq!(used(a), (0, 0, 0));
 
     let short = "GPU-a,10,16384,NVIDIA-Tesla T4,true,hami-core:GPU-b,10,16384,NVIDIA:";
-    assert_eq!(Gpus::decode("n1", short), None);
-    assert_eq!(Gpus::decode("n1", "no separator"), None);
+    assert_eq!(
+        Gpus::decode("n1", short, &apis::DeviceConfig::defaults()),
+        None
+    );
+    assert_eq!(
+        Gpus::decode("n1", "no separator", &apis::DeviceConfig::defaults()),
+        None
+    );
 }
 
 #[test]
