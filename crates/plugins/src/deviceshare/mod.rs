@@ -21,9 +21,11 @@
 //! geometries, reaches the sessions on the state (the daemon reads it; [`device_config_source`]
 //! says which one).
 //!
-//! Volcano's Ascend vNPU devices, GPU-exclusive rules and node lock are not provided: their
-//! switches are reported and ignored.
+//! `deviceshare.GPUExclusiveRules` keeps pods of one label rule off each other's cards
+//! ([`exclusive`]). Volcano's Ascend vNPU devices and node lock are not provided: their switches
+//! are reported and ignored.
 
+pub mod exclusive;
 mod gpushare;
 pub mod vgpu;
 
@@ -46,7 +48,6 @@ const SHARING_KEY: &str = "deviceshare.GPUSharingEnable";
 const NUMBER_KEY: &str = "deviceshare.GPUNumberEnable";
 const VGPU_KEY: &str = "deviceshare.VGPUEnable";
 const POLICY_KEY: &str = "deviceshare.SchedulePolicy";
-const EXCLUSIVE_KEY: &str = "deviceshare.GPUExclusiveRules";
 const CM_NAME_KEY: &str = "deviceshare.KnownGeometriesCMName";
 const CM_NAMESPACE_KEY: &str = "deviceshare.KnownGeometriesCMNamespace";
 const WEIGHT_KEY: &str = "deviceshare.ScheduleWeight";
@@ -67,6 +68,8 @@ pub struct Config {
     pub schedule_policy: String,
     /// `deviceshare.ScheduleWeight`; node order is 0 unless above 0.
     pub schedule_weight: i64,
+    /// `deviceshare.GPUExclusiveRules` (vGPU).
+    pub exclusive: exclusive::ExclusiveRules,
 }
 
 impl Config {
@@ -104,12 +107,7 @@ impl Config {
             ));
             c.vgpu = false;
         }
-        if args.contains_key(EXCLUSIVE_KEY) {
-            warnings.push(ArgWarning::new(
-                EXCLUSIVE_KEY,
-                "not provided by this build; ignored",
-            ));
-        }
+        c.exclusive = exclusive::ExclusiveRules::read(args, warnings);
         for key in NOT_PROVIDED {
             let mut on = false;
             if args.get_bool(key, &mut on).is_ok() && on {
@@ -295,6 +293,7 @@ impl DeviceShare {
             return Ok(());
         }
         let node_name = ssn.node(node).name().to_string();
+        let rules = self.config.exclusive.of_pod(&t.spec.pod);
         let Some(Some(gpus)) = self.vgpus.get_mut(node.index()) else {
             return Ok(());
         };
@@ -308,13 +307,13 @@ impl DeviceShare {
                 .as_ref()
                 .is_some_and(|a| a.contains_key(vgpu::IDS_NEW))
         {
-            gpus.add_pod(pod, &t.spec.uid);
+            gpus.add_pod(pod, &t.spec.uid, rules);
             return Ok(());
         }
         let (cards, _) = gpus
-            .fit(pod, &self.names, self.policy)
+            .fit(pod, &self.names, self.policy, rules)
             .map_err(|e| format!("the node {node_name} can't place the pod {}: {e}", t.key()))?;
-        gpus.commit(pod, &t.spec.uid, &cards);
+        gpus.commit(pod, &t.spec.uid, &cards, rules);
         let ids = vgpu::encode_pod_cards(&cards);
         let seconds = ssn.now().as_second().to_string();
         self.annotations.insert(
@@ -370,7 +369,11 @@ impl Plugin for DeviceShare {
                     let mut gpus = Gpus::of_node(&n.spec.node, device_config)?;
                     for &(t, _) in &n.tasks {
                         let spec = &ssn.task(t).spec;
-                        gpus.add_pod(&spec.pod, &spec.uid);
+                        gpus.add_pod(
+                            &spec.pod,
+                            &spec.uid,
+                            self.config.exclusive.of_pod(&spec.pod),
+                        );
                         names.insert(spec.uid.clone(), spec.name.clone());
                     }
                     Some(gpus)
@@ -406,7 +409,13 @@ impl Plugin for DeviceShare {
         let Some(gpus) = self.vgpus_for(ssn, task, node) else {
             return Ok(());
         };
-        match gpus.fit(&ssn.task(task).spec.pod, &self.names, self.policy) {
+        let pod = &ssn.task(task).spec.pod;
+        match gpus.fit(
+            pod,
+            &self.names,
+            self.policy,
+            self.config.exclusive.of_pod(pod),
+        ) {
             Ok(_) => Ok(()),
             // Volcano's reason, with why (which Volcano only logs).
             Err(e) => Err(unschedulable(format!("hami-vgpuDeviceSharing error: {e}"))),
@@ -418,8 +427,14 @@ impl Plugin for DeviceShare {
         let Some(gpus) = self.vgpus_for(ssn, task, node) else {
             return Ok(0.0);
         };
+        let pod = &ssn.task(task).spec.pod;
         let score = gpus
-            .fit(&ssn.task(task).spec.pod, &self.names, self.policy)
+            .fit(
+                pod,
+                &self.names,
+                self.policy,
+                self.config.exclusive.of_pod(pod),
+            )
             .map_or(0.0, |(_, s)| s);
         Ok((score + 0.5).floor() * self.config.schedule_weight as f64)
     }

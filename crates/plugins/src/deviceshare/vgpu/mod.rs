@@ -73,6 +73,8 @@ pub struct Usage {
     pub containers: u32,
     /// The MIG instances the pod holds here (MIG mode).
     pub instances: Vec<String>,
+    /// The GPU-exclusive rules the pod matches, as a bit set.
+    pub rules: u64,
 }
 
 /// One registered card and what is in use on it (`GPUDevice`).
@@ -217,7 +219,7 @@ impl Gpus {
 
     /// Accounts a pod already on the node to the cards its `volcano.sh/vgpu-ids-new` names
     /// (`AddResource`); a pod counts once per card.
-    pub fn add_pod(&mut self, pod: &Pod, uid: &str) {
+    pub fn add_pod(&mut self, pod: &Pod, uid: &str, rules: u64) {
         let Some(ids) = request::annotation(pod, IDS_NEW) else {
             return;
         };
@@ -226,7 +228,7 @@ impl Gpus {
             if let Some(key) = self.card_of(&used.uuid)
                 && !self.cards[&key].pods.contains_key(uid)
             {
-                self.hold(key, used, uid, &group);
+                self.hold(key, used, uid, &group, rules);
             }
         }
     }
@@ -240,7 +242,7 @@ impl Gpus {
     }
 
     /// Puts one container's card in use for the pod (`AddPod` of the node's sharing mode).
-    fn hold(&mut self, key: usize, used: &Assigned, uid: &str, group: &str) {
+    fn hold(&mut self, key: usize, used: &Assigned, uid: &str, group: &str, rules: u64) {
         let (mig, factor) = (self.mode == MIG, self.memory_factor);
         let Some(gpu) = self.cards.get_mut(&key) else {
             return;
@@ -262,6 +264,7 @@ impl Gpus {
         usage.cores += used.cores;
         usage.containers += 1;
         usage.group = group.to_string();
+        usage.rules |= rules;
         if mig {
             usage.instances.push(used.uuid.clone());
         }
@@ -269,11 +272,11 @@ impl Gpus {
 
     /// Puts a placed pod's cards in use (what `Allocate` does through `TryAddPod` and
     /// `addToPodMap`): every container's card counts, even a card two containers share.
-    pub fn commit(&mut self, pod: &Pod, uid: &str, cards: &PodCards) {
+    pub fn commit(&mut self, pod: &Pod, uid: &str, cards: &PodCards, rules: u64) {
         let group = request::pod_group_key(pod);
         for used in cards.iter().flatten() {
             if let Some(key) = self.card_of(&used.uuid) {
-                self.hold(key, used, uid, &group);
+                self.hold(key, used, uid, &group, rules);
             }
         }
     }
@@ -296,11 +299,14 @@ impl Gpus {
 
     /// The cards the pod's containers would get here, and the node's score for them under the
     /// policy (`checkNodeGPUSharingPredicateAndScore` on a copy); `Err` says why none fit.
+    /// `rules` are the GPU-exclusive rules the pod matches: on a HAMi-core node, a card that
+    /// holds a pod of one of them takes no new user for it (Volcano caps its `Number`).
     pub fn fit(
         &self,
         pod: &Pod,
         names: &ResourceNames,
         policy: Policy,
+        rules: u64,
     ) -> Result<(PodCards, f64), String> {
         if !request::asks_vgpu(pod, names) {
             return Ok((Vec::new(), 0.0));
@@ -318,6 +324,13 @@ impl Gpus {
             return Ok((Vec::new(), 0.0));
         }
         let mut trial = self.clone();
+        if rules != 0 && self.mode == HAMI_CORE {
+            for gpu in trial.cards.values_mut() {
+                if gpu.pods.values().any(|u| u.rules & rules != 0) {
+                    gpu.number = gpu.used_num;
+                }
+            }
+        }
         let group = request::spread_group(pod);
         let filter = UuidFilter::of_pod(pod);
         let mut score = 0.0;

@@ -77,9 +77,9 @@ fn first_uuid(cards: &PodCards) -> &str {
 /// `simulateAllocate`: choose cards under binpack and put them in use.
 fn place(gs: &mut Gpus, pod: &Pod) -> Option<PodCards> {
     let (cards, _) = gs
-        .fit(pod, &ResourceNames::default(), Policy::Binpack)
+        .fit(pod, &ResourceNames::default(), Policy::Binpack, 0)
         .ok()?;
-    gs.commit(pod, uid_of(pod), &cards);
+    gs.commit(pod, uid_of(pod), &cards, 0);
     Some(cards)
 }
 
@@ -236,7 +236,7 @@ fn gpu_uuid_constraints() {
         let gs = gpus("node-1", 2, 16384, 4);
         let mut pod = vgpu_pod("worker", "uid", 4096, false, "");
         pod.metadata.annotations = serde_json::from_value(annotations).expect("annotations");
-        let got = gs.fit(&pod, &ResourceNames::default(), Policy::None);
+        let got = gs.fit(&pod, &ResourceNames::default(), Policy::None, 0);
         match want {
             Ok(uuid) => {
                 let (cards, _) = got.unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -300,7 +300,7 @@ fn device_has_pod_from_same_group() {
                 cores,
                 group: group.to_string(),
                 containers: 1,
-                instances: Vec::new(),
+                ..Usage::default()
             },
         );
         g
@@ -358,7 +358,7 @@ fn policy_orders_which_card_is_picked() {
         let want_uuid = gs.cards[&want].uuid.clone();
         let pod = vgpu_pod("worker", "uid", 4096, false, "");
         let (cards, _) = gs
-            .fit(&pod, &ResourceNames::default(), policy)
+            .fit(&pod, &ResourceNames::default(), policy, 0)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(first_uuid(&cards), want_uuid, "{name}");
     }
@@ -508,7 +508,7 @@ fn add_resource_accounts_pods_on_known_cards() {
             json!({"name": name, "uid": uid, "annotations": annotations}),
             json!([]),
         );
-        gs.add_pod(&pod, uid);
+        gs.add_pod(&pod, uid, 0);
         let found = gs.cards.values().any(|g| g.pods.contains_key(uid));
         assert_eq!(found, want, "{name}");
     }
@@ -528,7 +528,7 @@ fn add_resource_records_the_pod_group() {
         }),
         json!([]),
     );
-    gs.add_pod(&pod, "pod-with-group");
+    gs.add_pod(&pod, "pod-with-group", 0);
     let usage = gs.cards[&0]
         .pods
         .get("pod-with-group")
@@ -565,7 +565,7 @@ fn release_frees_the_card_in_any_bind_phase() {
             }),
             json!([]),
         );
-        gs.add_pod(&pod, "worker-0-uid");
+        gs.add_pod(&pod, "worker-0-uid", 0);
         assert_eq!(used(&gs.cards[&0]), (1, 80, 0), "{phase}");
         gs.release("worker-0-uid");
         assert_eq!(used(&gs.cards[&0]), (0, 0, 0), "{phase}");
@@ -621,14 +621,14 @@ fn hami_core_add_pod() {
             "adding after the placement committed does not count twice",
             |gs, pod| {
                 let cards = decode_pod_cards("GPU-0,NVIDIA,1000,25:");
-                gs.commit(pod, HAMI_POD, &cards);
+                gs.commit(pod, HAMI_POD, &cards, 0);
             },
         ),
     ];
     for (name, setup) in cases {
         let mut gs = hami_node();
         setup(&mut gs, &pod);
-        gs.add_pod(&pod, HAMI_POD);
+        gs.add_pod(&pod, HAMI_POD, 0);
         assert_eq!(used(&gs.cards[&0]), (1, 1000, 25), "{name}");
         assert!(gs.cards[&0].pods.contains_key(HAMI_POD), "{name}");
     }
@@ -638,7 +638,7 @@ fn hami_core_add_pod() {
 fn hami_core_distinct_pods_add_up() {
     let mut gs = hami_node();
     for uid in ["pod-a", "pod-b", "pod-c"] {
-        gs.add_pod(&hami_pod(uid), uid);
+        gs.add_pod(&hami_pod(uid), uid, 0);
     }
     assert_eq!(used(&gs.cards[&0]), (3, 3000, 75));
 }
@@ -647,11 +647,11 @@ fn hami_core_distinct_pods_add_up() {
 fn hami_core_release_removes_the_pod() {
     let mut gs = hami_node();
     let pod = hami_pod(HAMI_POD);
-    gs.add_pod(&pod, HAMI_POD);
+    gs.add_pod(&pod, HAMI_POD, 0);
     gs.release(HAMI_POD);
     assert!(!gs.cards[&0].pods.contains_key(HAMI_POD));
     assert_eq!(used(&gs.cards[&0]), (0, 0, 0));
-    gs.add_pod(&pod, HAMI_POD);
+    gs.add_pod(&pod, HAMI_POD, 0);
     assert_eq!(used(&gs.cards[&0]), (1, 1000, 25));
 }
 
@@ -734,7 +734,7 @@ fn vgpu_score() {
         }],
     );
     let (_, score) = node1
-        .fit(&pod, &ResourceNames::default(), Policy::Binpack)
+        .fit(&pod, &ResourceNames::default(), Policy::Binpack, 0)
         .expect("fits node1");
     // Scored with the pod's 1000 MiB already on the card.
     let want = f64::from(4000 * 100) / 30000.0;
@@ -751,7 +751,7 @@ fn vgpu_score() {
     );
     let pod = plugin_pod("p4", json!({VGPU_NUMBER: "1", VGPU_MEMORY: "1000"}));
     let (_, score) = node2
-        .fit(&pod, &ResourceNames::default(), Policy::Spread)
+        .fit(&pod, &ResourceNames::default(), Policy::Spread, 0)
         .expect("fits node2");
     // Volcano scores the card after the pod has taken it, so the idle card already has one
     // user and spread gives it nothing; Volcano's check (score - 100 > 0.05 fails) holds at 0.
@@ -769,7 +769,7 @@ fn filter_node_three_whole_cards() {
     let node = bare_node("node1", vec![card(30000), card(20000), card(30000)]);
     let pod = plugin_pod("p1", json!({VGPU_NUMBER: "3", VGPU_CORES: "100"}));
     let (cards, _) = node
-        .fit(&pod, &ResourceNames::default(), Policy::Binpack)
+        .fit(&pod, &ResourceNames::default(), Policy::Binpack, 0)
         .expect("three cards of different memory fit");
     assert_eq!(cards.len(), 1);
     assert_eq!(cards[0].len(), 3);
@@ -832,7 +832,7 @@ fn default_policy_takes_the_highest_position_first() {
     let gs = gpus("n1", 3, 16384, 4);
     let pod = vgpu_pod("p", "p", 1000, false, "");
     let (cards, score) = gs
-        .fit(&pod, &ResourceNames::default(), Policy::default())
+        .fit(&pod, &ResourceNames::default(), Policy::default(), 0)
         .expect("fits");
     assert_eq!(first_uuid(&cards), "GPU-0000C");
     assert_eq!(score, 0.0);
@@ -849,7 +849,7 @@ fn every_container_is_held_and_all_released() {
         ]),
     );
     let (cards, _) = gs
-        .fit(&pod, &ResourceNames::default(), Policy::None)
+        .fit(&pod, &ResourceNames::default(), Policy::None, 0)
         .expect("fits");
     // Container a gets both cards (highest first), b the highest again.
     let uuids: Vec<Vec<&str>> = cards
@@ -863,7 +863,7 @@ fn every_container_is_held_and_all_released() {
     // Fitting alone changes nothing.
     assert!(gs.cards.values().all(|g| used(g) == (0, 0, 0)));
 
-    gs.commit(&pod, "multi", &cards);
+    gs.commit(&pod, "multi", &cards, 0);
     assert_eq!(used(&gs.cards[&1]), (2, 3000, 30));
     assert_eq!(used(&gs.cards[&0]), (1, 1000, 10));
     assert_eq!(gs.cards[&1].pods["multi"].containers, 2);

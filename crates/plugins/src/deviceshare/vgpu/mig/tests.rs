@@ -233,7 +233,7 @@ fn first_instance(memory: u32) -> Vec<Vec<Assigned>> {
 fn add_pod_records_instance_memory_divided_by_factor() {
     for (factor, request, recorded) in [(1, 10, 10240), (2, 6144, 5120)] {
         let mut node = mig_node(factor);
-        node.commit(&Pod::default(), "pod-1", &first_instance(request));
+        node.commit(&Pod::default(), "pod-1", &first_instance(request), 0);
         let gpu = &node.cards[&0];
         assert_eq!(gpu.used_num, 1, "factor {factor}");
         assert_eq!(gpu.used_mem, recorded, "factor {factor}");
@@ -249,7 +249,7 @@ fn add_pod_records_instance_memory_divided_by_factor() {
 fn sub_pod_gives_everything_back() {
     for (factor, request) in [(1, 10), (2, 6144)] {
         let mut node = mig_node(factor);
-        node.commit(&Pod::default(), "pod-2", &first_instance(request));
+        node.commit(&Pod::default(), "pod-2", &first_instance(request), 0);
         node.release("pod-2");
         let gpu = &node.cards[&0];
         assert_eq!(gpu.used_num, 0, "factor {factor}");
