@@ -55,6 +55,10 @@ EXPECTED_CLUSTER_RULES = {
     ("nodeinfo.volcano.sh", "numatopologies", "watch"),
 }
 EXPECTED_LEASE_VERBS = {"get", "create", "update"}
+# nodeLock.enabled: the node lock's GET and resource-versioned PATCH (executor/node_lock.rs).
+NODE_LOCK_RULES = {("", "nodes", "get"), ("", "nodes", "patch")}
+# deviceConfig.read: one GET of the device configuration ConfigMap (device_config.rs).
+DEVICE_CONFIG_RULES = {("", "configmaps", "get")}
 
 problems = []
 
@@ -165,13 +169,25 @@ def check_defaults(docs, ns):
     got = rule_triples(cr.get("rules", []))
     expect(got == EXPECTED_CLUSTER_RULES,
            f"ClusterRole: extra {sorted(got - EXPECTED_CLUSTER_RULES)}, missing {sorted(EXPECTED_CLUSTER_RULES - got)}")
-    role = one(docs, "Role")
+    roles = {r.get("metadata", {}).get("name", ""): r for r in by_kind(docs, "Role")}
+    expect(sorted(roles) == ["volcano-rs-device-config", "volcano-rs-leader-election"],
+           f"Roles: {sorted(roles)}")
+    role = roles.get("volcano-rs-leader-election", {})
     expect(role.get("metadata", {}).get("namespace") == ns, "the lease Role is in the release namespace")
     lease = rule_triples(role.get("rules", []))
     expect(lease == {("coordination.k8s.io", "leases", v) for v in EXPECTED_LEASE_VERBS},
            f"Role rules: {sorted(lease)}")
-    for kind, ref in (("ClusterRoleBinding", cr), ("RoleBinding", role)):
-        b = one(docs, kind)
+    device = roles.get("volcano-rs-device-config", {})
+    expect(device.get("metadata", {}).get("namespace") == "kube-system",
+           "the device configuration Role is in kube-system")
+    expect(rule_triples(device.get("rules", [])) == DEVICE_CONFIG_RULES
+           and all(r.get("resourceNames") == ["volcano-vgpu-device-config"] for r in device.get("rules", [])),
+           f"device configuration Role rules: {device.get('rules')}")
+    bindings = {b.get("roleRef", {}).get("name"): b for b in by_kind(docs, "RoleBinding")}
+    expect(len(bindings) == len(by_kind(docs, "RoleBinding")) == 2, "one RoleBinding per Role")
+    pairs = [("ClusterRoleBinding", one(docs, "ClusterRoleBinding"), cr)]
+    pairs += [("RoleBinding", bindings.get(name, {}), r) for name, r in roles.items()]
+    for kind, b, ref in pairs:
         expect(b.get("roleRef", {}).get("name") == ref.get("metadata", {}).get("name"), f"{kind} roleRef")
         expect(b.get("subjects") == [{"kind": "ServiceAccount", "name": sa_name, "namespace": ns}],
                f"{kind} subjects: {b.get('subjects')}")
@@ -210,7 +226,11 @@ def check_all_on(docs, _ns):
                 if d.get("metadata", {}).get("labels", {}).get("grafana_dashboard") == "1"]
         expect(len(dash) == 1, "dashboard.enabled renders one ConfigMap labelled grafana_dashboard=1")
     one(docs, "PodDisruptionBudget")
-    one(docs, "Role")
+    expect(len(by_kind(docs, "Role")) == 2, "the lease and device configuration Roles")
+    got = rule_triples(one(docs, "ClusterRole").get("rules", []))
+    expect(got == EXPECTED_CLUSTER_RULES | NODE_LOCK_RULES,
+           f"ClusterRole with nodeLock: extra {sorted(got - EXPECTED_CLUSTER_RULES - NODE_LOCK_RULES)}, "
+           f"missing {sorted(EXPECTED_CLUSTER_RULES | NODE_LOCK_RULES - got)}")
 
 
 def main():

@@ -5,7 +5,8 @@
 //!   session cannot reuse the capacity; a failed bind rolls the assumption back, the pod returns
 //!   to pending, and its `PodScheduled` condition and a `FailedScheduling` event say why.
 //! * A bind that carries volume writes makes them first and waits until the volume controller
-//!   completed them ([`volumes`]); a failure there fails the bind the same way.
+//!   completed them ([`volumes`]); a failure there fails the bind the same way. A bind that
+//!   carries a device's node lock takes it first ([`node_lock`]).
 //! * Evictions as Volcano does them: a `Evict` event, `Ready=False`/`DisruptionTarget=True`
 //!   conditions, then a delete with the pod's own grace period.
 //! * PodGroup status, pod `PodScheduled=False` conditions and Queue `status` are written only
@@ -42,6 +43,7 @@ use crate::scheduler::WriteSink;
 use crate::shared::Shared;
 use status_queue::{StatusQueue, StatusWrite};
 
+mod node_lock;
 mod volumes;
 
 /// How often an identical event (same object, reason and message) may be published again.
@@ -85,6 +87,21 @@ enum WriteError {
     /// This replica does not hold a fresh Lease (see [`crate::leader::Fence`]): not sent.
     Fenced,
     Api(kube::Error),
+}
+
+/// Why a write a bind needs first (its volumes, its node lock) was not done.
+enum PreBindError {
+    Fenced,
+    Failed(String),
+}
+
+impl From<WriteError> for PreBindError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Fenced => PreBindError::Fenced,
+            api => PreBindError::Failed(api.to_string()),
+        }
+    }
 }
 
 impl std::fmt::Display for WriteError {
@@ -341,22 +358,28 @@ impl Executor {
     /// caller to publish once the batch's binds are sent.
     async fn bind(&self, b: &Bind) -> Option<SchedEvent> {
         let (ns, name) = b.pod.split_once('/')?;
-        if !b.volumes.is_empty() {
-            match self.bind_volumes(b).await {
-                Ok(()) => {}
-                Err(volumes::VolumeError::Fenced) => {
-                    let mut state = self.shared.lock();
-                    volumes::forget(&mut state, &b.volumes);
-                    state.rollback_bind(&b.pod);
-                    return None;
-                }
-                Err(volumes::VolumeError::Failed(message)) => {
-                    // Volcano's words for a failed pre-bind.
-                    let message = format!(
-                        "execute preBind for pod {} failed: binding volumes: {message}, resync the task",
-                        b.pod
-                    );
-                    self.fail_bind(b, message).await;
+        if !b.volumes.is_empty()
+            && let Err(e) = self.bind_volumes(b).await
+        {
+            // Volcano's words for a failed pre-bind.
+            self.fail_pre_bind(b, e, |message| {
+                format!(
+                    "execute preBind for pod {} failed: binding volumes: {message}, resync the task",
+                    b.pod
+                )
+            })
+            .await;
+            return None;
+        }
+        let mut lock = None;
+        if let Some(key) = &b.node_lock {
+            match self.take_node_lock(&b.node, key).await {
+                Ok(value) => lock = Some((key, value)),
+                Err(e) => {
+                    self.fail_pre_bind(b, e, |message| {
+                        format!("node {} locked for {}: {message}", b.node, b.pod)
+                    })
+                    .await;
                     return None;
                 }
             }
@@ -401,10 +424,26 @@ impl Executor {
                 None
             }
             Err(e) => {
+                if let Some((key, value)) = &lock {
+                    self.give_back_node_lock(&b.node, key, value).await;
+                }
                 self.fail_bind(b, format!("failed to bind to node {}: {e}", b.node))
                     .await;
                 None
             }
+        }
+    }
+
+    /// A write the bind needed first failed: fenced, the bind is only rolled back (whoever leads
+    /// now decides the pod again); otherwise it fails with the message `say` makes.
+    async fn fail_pre_bind(&self, b: &Bind, e: PreBindError, say: impl FnOnce(String) -> String) {
+        match e {
+            PreBindError::Fenced => {
+                let mut state = self.shared.lock();
+                volumes::forget(&mut state, &b.volumes);
+                state.rollback_bind(&b.pod);
+            }
+            PreBindError::Failed(message) => self.fail_bind(b, say(message)).await,
         }
     }
 

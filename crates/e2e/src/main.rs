@@ -66,6 +66,10 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ),
     ("device-share", tests::device_share::device_share),
     ("device-share-vgpu", tests::device_share::device_share_vgpu),
+    (
+        "device-share-node-lock",
+        tests::device_share::device_share_node_lock,
+    ),
     ("numa-aware", tests::numa::numa_aware),
     // Last: it restarts the API server under every other client of the cluster.
     ("apiserver-restart", tests::faults::apiserver_restart),

@@ -336,6 +336,7 @@ fn bind(pod: &str, node: &str) -> Bind {
         volumes: Vec::new(),
         volume_bind_timeout: Duration::ZERO,
         annotations: Default::default(),
+        node_lock: None,
     }
 }
 

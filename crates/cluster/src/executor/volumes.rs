@@ -21,25 +21,10 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::{Executor, WriteError};
+use super::{Executor, PreBindError};
 
 /// How often the wait looks at the mirrored claims (upstream polls every second).
 const POLL: Duration = Duration::from_secs(1);
-
-/// Why a pod's volumes could not be bound.
-pub(super) enum VolumeError {
-    Fenced,
-    Failed(String),
-}
-
-impl From<WriteError> for VolumeError {
-    fn from(e: WriteError) -> Self {
-        match e {
-            WriteError::Fenced => VolumeError::Fenced,
-            api => VolumeError::Failed(api.to_string()),
-        }
-    }
-}
 
 /// Marks a bind's volume writes as taken in the state.
 pub(super) fn assume(state: &mut ClusterState, writes: &[VolumeWrite]) {
@@ -69,7 +54,7 @@ fn split(claim: &str) -> (&str, &str) {
 
 impl Executor {
     /// Writes the bind's volume bindings and waits until they are complete.
-    pub(super) async fn bind_volumes(&self, b: &Bind) -> Result<(), VolumeError> {
+    pub(super) async fn bind_volumes(&self, b: &Bind) -> Result<(), PreBindError> {
         // The resource version each written object had, to tell a stale view from a change.
         let mut written = BTreeMap::new();
         for write in &b.volumes {
@@ -90,7 +75,7 @@ impl Executor {
                 return Ok(done);
             }
             if tokio::time::Instant::now() + POLL > deadline {
-                return Err(VolumeError::Failed("context deadline exceeded".to_owned()));
+                return Err(PreBindError::Failed("context deadline exceeded".to_owned()));
             }
             tokio::time::sleep(POLL).await;
         }
@@ -98,12 +83,12 @@ impl Executor {
 
     /// `spec.claimRef` on the volume (a replace, so a concurrent change fails it), as upstream
     /// `GetBindVolumeToClaim` writes it. Returns the resource version written.
-    async fn write_claim_ref(&self, volume: &str, claim: &str) -> Result<String, VolumeError> {
+    async fn write_claim_ref(&self, volume: &str, claim: &str) -> Result<String, PreBindError> {
         let (namespace, name) = split(claim);
         let (uid, claim_version) = {
             let state = self.shared.lock();
             let found = state.claim(namespace, name).ok_or_else(|| {
-                VolumeError::Failed(format!("persistentvolumeclaim {name:?} not found"))
+                PreBindError::Failed(format!("persistentvolumeclaim {name:?} not found"))
             })?;
             (
                 found.metadata.uid.clone(),
@@ -114,7 +99,7 @@ impl Executor {
         let mut pv = api
             .get(volume)
             .await
-            .map_err(|e| VolumeError::Failed(crate::errors::kube(&e)))?;
+            .map_err(|e| PreBindError::Failed(crate::errors::kube(&e)))?;
         let before = pv.metadata.resource_version.clone().unwrap_or_default();
         let spec = pv.spec.get_or_insert_with(Default::default);
         let already = spec.claim_ref.as_ref().is_some_and(|r| {
@@ -141,7 +126,7 @@ impl Executor {
     }
 
     /// The claim's `selected-node` annotation. Returns the resource version it had before.
-    async fn write_selected_node(&self, claim: &str, node: &str) -> Result<String, VolumeError> {
+    async fn write_selected_node(&self, claim: &str, node: &str) -> Result<String, PreBindError> {
         let (namespace, name) = split(claim);
         let before = self
             .shared
@@ -164,10 +149,10 @@ impl Executor {
         &self,
         b: &Bind,
         written: &BTreeMap<String, String>,
-    ) -> Result<Option<()>, VolumeError> {
+    ) -> Result<Option<()>, PreBindError> {
         let state = self.shared.lock();
         if state.pod(&b.pod).is_none() {
-            return Err(VolumeError::Failed(format!(
+            return Err(PreBindError::Failed(format!(
                 "pod does not exist any more: {}",
                 b.pod
             )));
@@ -186,14 +171,14 @@ impl Executor {
             };
             let (namespace, name) = split(claim);
             let Some(found) = state.claim(namespace, name) else {
-                return Err(VolumeError::Failed(format!(
+                return Err(PreBindError::Failed(format!(
                     "failed to check binding: persistentvolumeclaim {name:?} not found"
                 )));
             };
             match write {
                 VolumeWrite::BindVolume { volume, .. } => {
                     let Some(pv) = state.volume(volume) else {
-                        return Err(VolumeError::Failed(format!(
+                        return Err(PreBindError::Failed(format!(
                             "failed to check binding: persistentvolume {volume:?} not found"
                         )));
                     };
@@ -204,7 +189,7 @@ impl Executor {
                             pv.metadata.resource_version.as_ref(),
                         )
                     {
-                        return Err(VolumeError::Failed(format!(
+                        return Err(PreBindError::Failed(format!(
                             "ClaimRef got reset for pv {volume:?}"
                         )));
                     }
@@ -222,7 +207,7 @@ impl Executor {
                             found.metadata.resource_version.as_ref(),
                         )
                     {
-                        return Err(VolumeError::Failed(format!(
+                        return Err(PreBindError::Failed(format!(
                             "provisioning failed for PVC {name:?}"
                         )));
                     }

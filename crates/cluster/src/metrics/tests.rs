@@ -959,6 +959,7 @@ fn sessions_count_as_decided_or_empty() {
         volumes: Vec::new(),
         volume_bind_timeout: std::time::Duration::ZERO,
         annotations: Default::default(),
+        node_lock: None,
     });
     m.record_decisions(&decided);
     let all = samples(&m.encode_text());

@@ -13,6 +13,11 @@
 //! 6768 MiB in all. A second node registers an A100 in MIG mode, whose geometries the test's
 //! device configuration ConfigMap gives: a pod asking `volcano.sh/vgpu-mode: mig` gets a MIG
 //! instance named by them. `/metrics` shows Volcano's card gauges.
+//!
+//! `device-share-node-lock`: with `deviceshare.NodeLockEnable`, the first vGPU pod's bind sets
+//! the node's `hamivgpu` annotation to the time; the second pod waits, saying the node is
+//! locked, until the annotation goes (as the device plugin removes it once it has served the
+//! first pod), and its own bind takes the lock again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -22,7 +27,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 
 use crate::harness::{Env, TestCtx};
 
@@ -56,6 +61,12 @@ const VGPU_ARGS: &str = "      deviceshare.VGPUEnable: true
       deviceshare.ScheduleWeight: 10
       deviceshare.KnownGeometriesCMName: e2e-device-share-vgpu
 ";
+/// vGPU with the node lock.
+const NODE_LOCK_ARGS: &str = "      deviceshare.VGPUEnable: true
+      deviceshare.NodeLockEnable: true
+";
+/// The node annotation the vGPU device locks a node with.
+const VGPU_LOCK: &str = "hamivgpu";
 /// The test's device configuration ConfigMap (in kube-system): the MIG geometries of an A100.
 const DEVICE_CONFIG: &str = "e2e-device-share-vgpu";
 const DEVICE_CONFIG_YAML: &str = "nvidia:
@@ -347,4 +358,53 @@ async fn gpu_node(
         }),
     })
     .await
+}
+
+pub fn device_share_node_lock(env: Env) -> BoxFuture<'static, anyhow::Result<()>> {
+    Box::pin(async move { run_node_lock(env).await })
+}
+
+async fn run_node_lock(env: Env) -> anyhow::Result<()> {
+    let ctx = TestCtx::new(&env, "device-share-node-lock").await?;
+    let node = gpu_node(
+        &ctx,
+        "lock",
+        &[
+            ("volcano.sh/vgpu-number", "4"),
+            ("volcano.sh/vgpu-memory", "16384"),
+            ("volcano.sh/vgpu-cores", "100"),
+        ],
+        BTreeMap::from([(
+            "volcano.sh/node-vgpu-register".to_string(),
+            "GPU-L0,4,16384,NVIDIA-A10,true,hami-core:".to_string(),
+        )]),
+    )
+    .await?;
+    let queue = ctx.queue("q", 1).await?;
+    let _daemon = ctx.daemon_with_conf(&conf(NODE_LOCK_ARGS)).await?;
+    let nodes: Api<Node> = Api::all(ctx.env.client.clone());
+    let lock_of = |n: Node| n.metadata.annotations.and_then(|mut a| a.remove(VGPU_LOCK));
+
+    vgpu_pod(&ctx, &queue, "a", "1", "1000").await?;
+    wait_bound(&ctx, "a").await?;
+    let first = lock_of(nodes.get(&node).await?)
+        .with_context(|| format!("node {node} has no {VGPU_LOCK} lock after a's bind"))?;
+    ensure!(
+        first.parse::<k8s_openapi::jiff::Timestamp>().is_ok(),
+        "the lock should be a time: {first:?}"
+    );
+    vgpu_pod(&ctx, &queue, "b", "1", "1000").await?;
+    ctx.wait_unschedulable("b", "has been locked within 5 minutes", WAIT)
+        .await?;
+    // The device plugin gives the lock back once it has served a.
+    let unlock = serde_json::json!({"metadata": {"annotations": {VGPU_LOCK: null}}});
+    nodes
+        .patch(&node, &PatchParams::default(), &Patch::Merge(&unlock))
+        .await?;
+    wait_bound(&ctx, "b").await?;
+    ensure!(
+        lock_of(nodes.get(&node).await?).is_some(),
+        "b's bind should take the lock again"
+    );
+    Ok(())
 }

@@ -18,6 +18,8 @@ pub struct Bind {
     /// Pod annotations the binding carries (the API server copies them onto the pod with the
     /// node): what a device plugin needs to know, e.g. the GPU cards chosen.
     pub annotations: std::collections::BTreeMap<String, String>,
+    /// The node annotation to take as a lock before the bind (a device's node lock), if any.
+    pub node_lock: Option<String>,
 }
 
 /// A plugin's pre-bind answer: the writes, and how long their completion may be waited for.
@@ -27,6 +29,8 @@ pub struct PreBindWrites {
     pub timeout: std::time::Duration,
     /// Pod annotations the binding carries.
     pub annotations: std::collections::BTreeMap<String, String>,
+    /// The node lock to take before the bind ([`Bind::node_lock`]).
+    pub node_lock: Option<String>,
 }
 
 /// A volume write that must land before a pod's bind (spec `kubernetes.md` §7.9.4).

@@ -45,6 +45,7 @@ impl Session {
                 all.writes.extend(answer.writes);
                 all.timeout = all.timeout.max(answer.timeout);
                 all.annotations.extend(answer.annotations);
+                all.node_lock = all.node_lock.or(answer.node_lock);
             }
         }
         all

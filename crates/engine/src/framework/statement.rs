@@ -290,6 +290,7 @@ impl Session {
             volumes: pre_bind.writes,
             volume_bind_timeout: pre_bind.timeout,
             annotations: pre_bind.annotations,
+            node_lock: pre_bind.node_lock,
         });
     }
 

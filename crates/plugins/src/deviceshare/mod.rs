@@ -22,8 +22,9 @@
 //! says which one).
 //!
 //! `deviceshare.GPUExclusiveRules` keeps pods of one label rule off each other's cards
-//! ([`exclusive`]). Volcano's Ascend vNPU devices and node lock are not provided: their switches
-//! are reported and ignored.
+//! ([`exclusive`]). `deviceshare.NodeLockEnable` places at most one device pod per node while
+//! the node's lock annotation is younger than five minutes, and has the bind take the lock.
+//! Volcano's Ascend vNPU devices are not provided: their switches are reported and ignored.
 
 pub mod exclusive;
 mod gpushare;
@@ -55,8 +56,13 @@ const WEIGHT_KEY: &str = "deviceshare.ScheduleWeight";
 const NOT_PROVIDED: &[&str] = &[
     "deviceshare.AscendMindClusterVNPUEnable",
     "deviceshare.AscendHAMiVNPUEnable",
-    "deviceshare.NodeLockEnable",
 ];
+const NODE_LOCK_KEY: &str = "deviceshare.NodeLockEnable";
+/// The node annotations Volcano's devices lock a node with (`nodelock.LockNode`).
+const GPUSHARE_LOCK: &str = "gpu";
+const VGPU_LOCK: &str = "hamivgpu";
+/// A lock older than this is stale and may be taken over.
+const LOCK_EXPIRY: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 
 /// The switches this build reads.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -64,6 +70,8 @@ pub struct Config {
     pub gpu_sharing: bool,
     pub gpu_number: bool,
     pub vgpu: bool,
+    /// `deviceshare.NodeLockEnable`: one device pod in flight per node.
+    pub node_lock: bool,
     /// `deviceshare.SchedulePolicy`, as written.
     pub schedule_policy: String,
     /// `deviceshare.ScheduleWeight`; node order is 0 unless above 0.
@@ -79,6 +87,7 @@ impl Config {
             (SHARING_KEY, &mut c.gpu_sharing),
             (NUMBER_KEY, &mut c.gpu_number),
             (VGPU_KEY, &mut c.vgpu),
+            (NODE_LOCK_KEY, &mut c.node_lock),
         ] {
             if let Err(e) = args.get_bool(key, dst) {
                 warnings.push(ArgWarning::new(key, e.message));
@@ -159,6 +168,10 @@ pub struct DeviceShare {
     vgpus: Vec<Option<Gpus>>,
     /// The annotations each placed task's bind carries.
     annotations: HashMap<TaskId, BTreeMap<String, String>>,
+    /// Node locks taken this session: node index → the task that took it, and the lock each
+    /// such task's bind takes.
+    locked: HashMap<usize, TaskId>,
+    lock_of: HashMap<TaskId, &'static str>,
 }
 
 /// Builds the plugin from its arguments.
@@ -171,6 +184,8 @@ pub fn new(args: &Arguments) -> Box<dyn Plugin> {
         nodes: Vec::new(),
         vgpus: Vec::new(),
         annotations: HashMap::new(),
+        locked: HashMap::new(),
+        lock_of: HashMap::new(),
     })
 }
 
@@ -179,6 +194,52 @@ fn unschedulable(reason: String) -> FitError {
 }
 
 impl DeviceShare {
+    /// Takes the node's lock for the task (Volcano's `LockNode`, whose write is left to the
+    /// bind): refused while the node's lock annotation is younger than five minutes, is not a
+    /// time, or was taken in this session for another pod.
+    fn lock_node(
+        &mut self,
+        ssn: &SessionState,
+        task: TaskId,
+        node: NodeId,
+        lock: &'static str,
+    ) -> Result<(), String> {
+        if !self.config.node_lock {
+            return Ok(());
+        }
+        let n = ssn.node(node);
+        let name = n.name();
+        if self.locked.get(&node.index()).is_some_and(|&t| t != task) {
+            return Err(format!("node {name} has been locked within 5 minutes"));
+        }
+        let held = n
+            .spec
+            .node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(lock));
+        if let Some(value) = held {
+            let at: k8s_openapi::jiff::Timestamp = value
+                .parse()
+                .map_err(|e| format!("node {name} lock {lock} is not a time ({value:?}): {e}"))?;
+            let age = ssn.now().duration_since(at);
+            if std::time::Duration::try_from(age).map_or(true, |a| a <= LOCK_EXPIRY) {
+                return Err(format!("node {name} has been locked within 5 minutes"));
+            }
+        }
+        self.locked.insert(node.index(), task);
+        self.lock_of.insert(task, lock);
+        Ok(())
+    }
+
+    /// Gives back a lock the task took this session.
+    fn unlock_node(&mut self, task: TaskId) {
+        if self.lock_of.remove(&task).is_some() {
+            self.locked.retain(|_, t| *t != task);
+        }
+    }
+
     /// What the task asks of the enabled GPU sharing modes: (memory, cards).
     fn request(&self, ssn: &SessionState, task: TaskId) -> (u64, u64) {
         let pod = &ssn.task(task).spec.pod;
@@ -255,7 +316,7 @@ impl DeviceShare {
             cards.add_pod(&t.spec.pod);
             return Ok(());
         }
-        let ids = if memory > 0 {
+        let ids: Vec<u32> = if memory > 0 {
             cards
                 .cards_with_memory(memory)
                 .into_iter()
@@ -271,6 +332,14 @@ impl DeviceShare {
                 t.key()
             ));
         }
+        if memory > 0 {
+            let name = ssn.node(node).name();
+            self.lock_node(ssn, task, node, GPUSHARE_LOCK)
+                .map_err(|e| format!("node {name} locked for lockname gpushare {e}"))?;
+        }
+        let Some(Some(cards)) = self.nodes.get_mut(node.index()) else {
+            return Ok(());
+        };
         cards.place(&t.spec.uid, memory, &ids);
         let nanos = ssn.now().as_nanosecond();
         self.annotations.insert(
@@ -313,6 +382,15 @@ impl DeviceShare {
         let (cards, _) = gpus
             .fit(pod, &self.names, self.policy, rules)
             .map_err(|e| format!("the node {node_name} can't place the pod {}: {e}", t.key()))?;
+        self.lock_node(ssn, task, node, VGPU_LOCK).map_err(|e| {
+            format!(
+                "node {node_name} locked for {} hamivgpu lockname {e}",
+                t.spec.name
+            )
+        })?;
+        let Some(Some(gpus)) = self.vgpus.get_mut(node.index()) else {
+            return Ok(());
+        };
         gpus.commit(pod, &t.spec.uid, &cards, rules);
         let ids = vgpu::encode_pod_cards(&cards);
         let seconds = ssn.now().as_second().to_string();
@@ -455,6 +533,7 @@ impl Plugin for DeviceShare {
         let t = ssn.task(task);
         let Some(node) = t.node else { return };
         self.annotations.remove(&task);
+        self.unlock_node(task);
         if self.config.vgpu {
             if let Some(Some(gpus)) = self.vgpus.get_mut(node.index()) {
                 gpus.release(&t.spec.uid);
@@ -473,6 +552,7 @@ impl Plugin for DeviceShare {
     fn pre_bind(&self, _ssn: &SessionState, task: TaskId) -> PreBindWrites {
         PreBindWrites {
             annotations: self.annotations.get(&task).cloned().unwrap_or_default(),
+            node_lock: self.lock_of.get(&task).map(|l| l.to_string()),
             ..PreBindWrites::default()
         }
     }

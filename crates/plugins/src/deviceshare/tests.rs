@@ -337,3 +337,65 @@ fn gpu_sharing_and_vgpu_together_keep_gpu_sharing() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings[0].key, VGPU_KEY);
 }
+
+// --- node lock --------------------------------------------------------------------------------
+
+fn locking(lock: Option<&str>) -> (TestCluster, Arguments) {
+    let mut c = vgpu_cluster();
+    if let Some(value) = lock {
+        let mut node = c.state.node("n1").expect("n1").node.as_ref().clone();
+        node.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(VGPU_LOCK.to_string(), value.to_string());
+        c.state.upsert_node(node);
+    }
+    c.pod(vgpu_pod("a", "1000"));
+    c.pod(vgpu_pod("b", "1000"));
+    let args = Arguments::from_pairs(&[
+        (VGPU_KEY, ArgValue::Bool(true)),
+        (NODE_LOCK_KEY, ArgValue::Bool(true)),
+    ]);
+    (c, args)
+}
+
+fn minutes_ago(m: i64) -> String {
+    let at = crate::testutil::test_now() - k8s_openapi::jiff::SignedDuration::from_mins(m);
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+#[test]
+fn a_locked_node_takes_one_device_pod_per_session_and_its_bind_takes_the_lock() {
+    let (c, args) = locking(None);
+    let mut ssn = session_with(&c, args);
+    let n1 = ssn.state.node_by_key("n1");
+    let (a, b) = (ssn.state.task_by_key("ns/a"), ssn.state.task_by_key("ns/b"));
+    let mut stmt = engine::framework::Statement::new();
+    ssn.allocate(&mut stmt, a, n1).expect("a takes the lock");
+    assert_eq!(ssn.pre_bind_writes(a).node_lock.as_deref(), Some(VGPU_LOCK));
+    let err = ssn
+        .allocate(&mut engine::framework::Statement::new(), b, n1)
+        .expect_err("the node is locked for a");
+    assert!(err.contains("has been locked within 5 minutes"), "{err}");
+    // Undoing a's placement gives the lock back.
+    ssn.discard(stmt);
+    assert_eq!(ssn.pre_bind_writes(a).node_lock, None);
+    ssn.allocate(&mut engine::framework::Statement::new(), b, n1)
+        .expect("b takes the lock");
+}
+
+#[test]
+fn a_lock_annotation_holds_five_minutes() {
+    for (value, free) in [
+        (minutes_ago(1), false),
+        (minutes_ago(6), true),
+        ("not a time".to_string(), false),
+    ] {
+        let (c, args) = locking(Some(&value));
+        let mut ssn = session_with(&c, args);
+        let n1 = ssn.state.node_by_key("n1");
+        let a = ssn.state.task_by_key("ns/a");
+        let got = ssn.allocate(&mut engine::framework::Statement::new(), a, n1);
+        assert_eq!(got.is_ok(), free, "lock {value}: {got:?}");
+    }
+}

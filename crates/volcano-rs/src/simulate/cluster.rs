@@ -239,6 +239,9 @@ impl SimCluster {
 
         for bind in &decisions.binds {
             self.write_volumes(&bind.volumes);
+            if let Some(lock) = &bind.node_lock {
+                self.lock_node(&bind.node, lock);
+            }
             let Some(pod) = self.pods.get_mut(&bind.pod) else {
                 tracing::warn!(pod = %bind.pod, "bind of an unknown pod ignored");
                 continue;
@@ -313,6 +316,24 @@ impl SimCluster {
     /// volume promised to a claim is bound on both sides (the volume controller's part); a claim
     /// to provision gets its `selected-node` annotation (no provisioner runs here, so its volume
     /// does not appear).
+    /// A device's node lock, as the executor takes it: the node's `lock` annotation set to now.
+    /// Nothing here removes it (a device plugin would); it expires after five minutes of the
+    /// simulated clock.
+    fn lock_node(&mut self, node: &str, lock: &str) {
+        let mut state = self.shared.lock();
+        let Some(spec) = state.node(node) else {
+            return;
+        };
+        let mut object = spec.node.as_ref().clone();
+        let at = self.now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        object
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(lock.to_string(), at);
+        state.upsert_node(object);
+    }
+
     fn write_volumes(&mut self, writes: &[VolumeWrite]) {
         let mut state = self.shared.lock();
         for write in writes {

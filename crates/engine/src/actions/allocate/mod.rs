@@ -366,5 +366,13 @@ fn place(ssn: &mut Session, stmt: &mut Statement, task: TaskId, node: NodeId) {
     };
     if let Err(e) = result {
         tracing::warn!(error = %e, task = ssn.state.task(task).key(), "placement failed");
+        // Volcano only logs it; here the pod's condition says why it waits (a device's node
+        // lock, say), unless a reason was recorded already.
+        if let Some(job) = ssn.state.job_of(task)
+            && !ssn.state.job(job).nodes_fit_errors.contains_key(&task)
+        {
+            ssn.state
+                .record_task_fit_errors(job, task, FitErrors::with_message(e));
+        }
     }
 }

@@ -275,6 +275,7 @@ fn reaction_to_decisions() {
         volumes: Vec::new(),
         volume_bind_timeout: std::time::Duration::ZERO,
         annotations: Default::default(),
+        node_lock: None,
     });
     cluster.apply(&d);
     let a = &cluster.pods()["ns/a"];
@@ -310,6 +311,7 @@ fn quiet_sessions_change_nothing() {
         volumes: Vec::new(),
         volume_bind_timeout: std::time::Duration::ZERO,
         annotations: Default::default(),
+        node_lock: None,
     });
     assert!(changes_anything(&d));
 }
