@@ -332,7 +332,7 @@ async fn vgpu_pod(
 }
 
 /// A KWOK node of 8 cpu with these extra allocatable resources and annotations.
-async fn gpu_node(
+pub(crate) async fn gpu_node(
     ctx: &TestCtx,
     name: &str,
     extra: &[(&str, &str)],

@@ -3,8 +3,10 @@
 //! `deploy/volcano-rs.yaml`, the chart rendered with its defaults), with leader election on, and
 //! does the basic work: binds a plain pod and a gang, writes PodGroup and Queue status, a pod's
 //! PodScheduled condition, events, and keeps its Lease. Any denied call in its log fails the
-//! test. The configuration runs `deviceshare` with vGPU, so the daemon also reads its device
-//! configuration ConfigMap under the chart's device configuration Role.
+//! test. The configuration runs `deviceshare` with vGPU and the node lock, so the daemon also
+//! reads its device configuration ConfigMap under the chart's device configuration Role and
+//! locks a node for a vGPU pod under the ClusterRole rendered with `nodeLock.enabled` (the
+//! defaults plus nodes get/patch, which the test checks).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -17,7 +19,7 @@ use futures::TryFutureExt as _;
 use futures::future::BoxFuture;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
@@ -45,6 +47,7 @@ const DEVICE_CONFIG_NAMESPACE: &str = "kube-system";
 const DEVICE_CONFIG: &str = "e2e-rbac-device-config";
 /// `deviceshare`'s arguments: the vGPU device, reading this test's device configuration.
 const DEVICESHARE_ARGS: &str = "      deviceshare.VGPUEnable: true
+      deviceshare.NodeLockEnable: true
       deviceshare.KnownGeometriesCMName: e2e-rbac-device-config
 ";
 
@@ -70,7 +73,14 @@ async fn run(ctx: &TestCtx) -> Result<()> {
     let manifest_path = workspace_root().join(MANIFEST);
     let manifest = std::fs::read_to_string(&manifest_path)
         .with_context(|| format!("reading {}", manifest_path.display()))?;
-    let cluster_rules = role_rules(&manifest, "ClusterRole", None)?;
+    // The ClusterRole with the node lock on (`nodeLock.enabled`): the defaults' rules and the
+    // node lock's, nothing else, so the defaults are what the rest of the work runs under.
+    let cluster_rules = role_rules(&render_with_node_lock()?, "ClusterRole", None)?;
+    let defaults = role_rules(&manifest, "ClusterRole", None)?;
+    ensure!(
+        triples(&cluster_rules) == &triples(&defaults) | &node_lock_triples(),
+        "nodeLock.enabled should add only nodes get/patch to the ClusterRole: {cluster_rules:?}"
+    );
     let lease_rules = rename_lease(
         role_rules(&manifest, "Role", Some(LEASE_ROLE))?,
         &ctx.lease_name(),
@@ -86,6 +96,20 @@ async fn run(ctx: &TestCtx) -> Result<()> {
     check_least_privilege(ctx, &kubeconfig).await?;
 
     ctx.nodes("n", 2, "4", "8Gi", 110).await?;
+    let gpu = super::device_share::gpu_node(
+        ctx,
+        "gpu",
+        &[
+            ("volcano.sh/vgpu-number", "4"),
+            ("volcano.sh/vgpu-memory", "16384"),
+            ("volcano.sh/vgpu-cores", "100"),
+        ],
+        BTreeMap::from([(
+            "volcano.sh/node-vgpu-register".to_string(),
+            "GPU-R0,4,16384,NVIDIA-A10,true,hami-core:".to_string(),
+        )]),
+    )
+    .await?;
     let queue = ctx.queue("q", 1).await?;
     let kubeconfig_arg = kubeconfig.display().to_string();
     let conf_path = ctx.env.log_dir.join(format!("{NAME}.conf"));
@@ -111,6 +135,10 @@ async fn run(ctx: &TestCtx) -> Result<()> {
         .await?;
 
     let checked = scheduling_checks(ctx, &queue).await;
+    let checked = match checked {
+        Ok(()) => node_lock_checks(ctx, &queue, &gpu).await,
+        failed => failed,
+    };
     let checked = match checked {
         Ok(()) => {
             ctx.wait_for("the device configuration read", SHORT, || async {
@@ -351,6 +379,83 @@ async fn grant(
         .await
         .context("creating the RoleBinding")?;
     Ok(())
+}
+
+/// A vGPU pod binds, its bind taking the node's lock (node GET and PATCH).
+async fn node_lock_checks(ctx: &TestCtx, queue: &str, node: &str) -> Result<()> {
+    ctx.pod("gpu-pod")
+        .cpu("1")
+        .request("volcano.sh/vgpu-number", "1")
+        .limit("volcano.sh/vgpu-number", "1")
+        .request("volcano.sh/vgpu-memory", "1000")
+        .limit("volcano.sh/vgpu-memory", "1000")
+        .queue_annotation(queue)
+        .create(ctx)
+        .await?;
+    let nodes: Api<Node> = Api::all(ctx.env.client.clone());
+    ctx.wait_for("pod gpu-pod bound and node locked", SHORT, || async {
+        let bound = ctx.bound_pods().map_err(|e| format!("{e:#}")).await?;
+        let n = nodes.get(node).await.map_err(|e| e.to_string())?;
+        let locked = n
+            .metadata
+            .annotations
+            .is_some_and(|a| a.contains_key("hamivgpu"));
+        if bound.get("gpu-pod").map(String::as_str) == Some(node) && locked {
+            Ok(())
+        } else {
+            Err(format!("bound: {bound:?}, node locked: {locked}"))
+        }
+    })
+    .await
+}
+
+/// The chart rendered with `nodeLock.enabled=true` (the pinned helm, built once and cached).
+fn render_with_node_lock() -> Result<String> {
+    let root = workspace_root();
+    let helm = std::process::Command::new(root.join("e2e/build-helm.sh"))
+        .output()
+        .context("running e2e/build-helm.sh")?;
+    ensure!(helm.status.success(), "e2e/build-helm.sh failed");
+    let helm = String::from_utf8(helm.stdout).context("helm path")?;
+    let out = std::process::Command::new(helm.trim())
+        .args(["template", "volcano-rs"])
+        .arg(root.join("charts/volcano-rs"))
+        .args([
+            "--namespace",
+            "volcano-system",
+            "--set",
+            "nodeLock.enabled=true",
+        ])
+        .output()
+        .context("running helm template")?;
+    ensure!(
+        out.status.success(),
+        "helm template failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).context("helm output")
+}
+
+/// (API group, resource, verb) of each rule.
+fn triples(rules: &[PolicyRule]) -> std::collections::BTreeSet<(String, String, String)> {
+    let mut out = std::collections::BTreeSet::new();
+    for r in rules {
+        for g in r.api_groups.iter().flatten() {
+            for res in r.resources.iter().flatten() {
+                for v in &r.verbs {
+                    out.insert((g.clone(), res.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn node_lock_triples() -> std::collections::BTreeSet<(String, String, String)> {
+    ["get", "patch"]
+        .into_iter()
+        .map(|v| (String::new(), "nodes".to_string(), v.to_string()))
+        .collect()
 }
 
 /// Grants the chart's device configuration rules in the ConfigMap's namespace and creates the
