@@ -47,19 +47,20 @@ pub fn decode_id(id: &str) -> Option<(&str, u32)> {
 
 /// The position of the first free instance of kind `index` (`getPosition`).
 fn position(group: &Geometry, index: usize, used: &[u32]) -> u32 {
-    let before: u32 = group.instances[..index].iter().map(|i| i.count).sum();
+    // Saturating: the counts come from the device configuration.
+    let before = (group.instances[..index].iter()).fold(0u32, |sum, i| sum.saturating_add(i.count));
     let count = group.instances[index].count;
-    before + (0..count).find(|i| !used.contains(i)).unwrap_or(0)
+    before.saturating_add((0..count).find(|i| !used.contains(i)).unwrap_or(0))
 }
 
 /// The kind and index within it of a position (`findPosition`).
 fn find_position(group: &Geometry, position: u32) -> Option<(usize, u32)> {
-    let mut sum = 0;
+    let mut sum = 0u32;
     for (i, kind) in group.instances.iter().enumerate() {
-        if position < sum + kind.count {
+        if position < sum.saturating_add(kind.count) {
             return Some((i, position - sum));
         }
-        sum += kind.count;
+        sum = sum.saturating_add(kind.count);
     }
     None
 }

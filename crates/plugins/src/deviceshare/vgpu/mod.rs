@@ -109,10 +109,11 @@ impl Gpu {
         }
     }
 
+    /// Saturating: the amounts come from annotations anyone may write.
     fn take(&mut self, memory: u32, cores: u32) {
-        self.used_num += 1;
-        self.used_mem += memory;
-        self.used_cores += cores;
+        self.used_num = self.used_num.saturating_add(1);
+        self.used_mem = self.used_mem.saturating_add(memory);
+        self.used_cores = self.used_cores.saturating_add(cores);
     }
 
     /// Whether a pod of this PodGroup holds memory or compute here (`deviceHasPodFromSameGroup`).
@@ -260,9 +261,9 @@ impl Gpus {
         }
         gpu.take(memory, used.cores);
         let usage = gpu.pods.entry(uid.to_string()).or_default();
-        usage.memory += memory;
-        usage.cores += used.cores;
-        usage.containers += 1;
+        usage.memory = usage.memory.saturating_add(memory);
+        usage.cores = usage.cores.saturating_add(used.cores);
+        usage.containers = usage.containers.saturating_add(1);
         usage.group = group.to_string();
         usage.rules |= rules;
         if mig {

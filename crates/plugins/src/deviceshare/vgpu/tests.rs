@@ -874,3 +874,22 @@ fn every_container_is_held_and_all_released() {
         assert!(g.pods.is_empty(), "{}", g.uuid);
     }
 }
+
+#[test]
+fn absurd_amounts_in_annotations_saturate_instead_of_overflowing() {
+    // Annotations are written by anyone: the largest amounts, twice over, must not crash.
+    let mut gs = gpus("n", 1, 16384, 4);
+    let huge = format!("GPU-0000A,NVIDIA,{m},{m}:", m = u32::MAX);
+    for uid in ["p1", "p2"] {
+        let pod = pod_of(
+            json!({"name": uid, "uid": uid, "annotations": {IDS_NEW: huge.clone()}}),
+            json!([]),
+        );
+        gs.add_pod(&pod, uid, 0);
+    }
+    let card = &gs.cards[&0];
+    assert_eq!((card.used_mem, card.used_cores), (u32::MAX, u32::MAX));
+    gs.release("p1");
+    gs.release("p2");
+    assert_eq!((gs.cards[&0].used_mem, gs.cards[&0].used_num), (0, 0));
+}
