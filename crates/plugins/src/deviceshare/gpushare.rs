@@ -30,8 +30,8 @@ pub struct Card {
 impl Card {
     /// Idle memory; a card whose pods ask more than it has is full, not negative.
     fn idle(&self) -> u64 {
-        self.memory
-            .saturating_sub(self.pods.values().copied().sum::<u64>())
+        let asked = (self.pods.values()).fold(0u64, |sum, &m| sum.saturating_add(m));
+        self.memory.saturating_sub(asked)
     }
 }
 
@@ -161,7 +161,7 @@ fn pod_limit(pod: &Pod, name: &str) -> u64 {
             .and_then(whole)
             .unwrap_or(0)
     };
-    let containers: u64 = spec.containers.iter().map(of).sum();
+    let containers = (spec.containers.iter()).fold(0u64, |sum, c| sum.saturating_add(of(c)));
     let init = spec
         .init_containers
         .iter()
