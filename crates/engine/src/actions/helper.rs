@@ -521,48 +521,74 @@ fn choose_node_memo(
     memo: &mut ClassMemo,
 ) -> Option<Option<NodeId>> {
     let stamps = ssn.state.search_stamps();
-    // Each node's slot is read once here; the nodes without a score are read again after
-    // they are scored.
-    let mut scores: Vec<Option<f64>> = (feasible.iter())
-        .map(|&n| memo.score(n, stamps.of(n)))
-        .collect();
-    let missing: Vec<NodeId> = (feasible.iter().zip(&scores))
-        .filter(|(_, s)| s.is_none())
-        .map(|(&n, _)| n)
-        .collect();
-    if !missing.is_empty() {
-        let fresh = prioritize_nodes(ssn, task, &missing)?;
-        for (&n, score) in missing.iter().zip(fresh) {
-            memo.remember_score(n, stamps.of(n), score);
-        }
-        for (&n, score) in feasible.iter().zip(&mut scores) {
-            if score.is_none() {
-                *score = memo.score(n, stamps.of(n));
-            }
-        }
-    }
     let req = ssn.state.task(task).resreq();
-    let mut best_idle: Option<(NodeId, f64)> = None;
-    let mut best_future: Option<(NodeId, f64)> = None;
-    for (&n, &score) in feasible.iter().zip(&scores) {
-        let stamp = stamps.of(n);
-        let score = score?;
-        let fits = memo.fits_idle(n, stamp, || {
+    let fits_idle = |memo: &mut ClassMemo, n: NodeId, stamp: u64| {
+        memo.fits_idle(n, stamp, || {
             req.less_equal(
                 &ssn.state.node(n).idle,
                 crate::model::DimensionDefault::Zero,
             )
-        });
-        let best = if fits {
-            &mut best_idle
+        })
+    };
+    // One pass in node order while every score is remembered (the usual case once a class
+    // has seen the nodes): each node's slot is read once. A node without a score ends it.
+    let mut best = Best::default();
+    let mut missing: Vec<NodeId> = Vec::new();
+    for &n in feasible {
+        let stamp = stamps.of(n);
+        match memo.score(n, stamp) {
+            Some(score) if missing.is_empty() => {
+                let fits = fits_idle(memo, n, stamp);
+                best.offer(n, score, fits);
+            }
+            Some(_) => {}
+            None => missing.push(n),
+        }
+    }
+    if missing.is_empty() {
+        return Some(best.choice());
+    }
+    // The nodes without a score are scored together (the caller vouches that the task's scores
+    // are node-local, so each gets the score it would get in its group) and remembered; then
+    // the pass is made again over every node.
+    let fresh = prioritize_nodes(ssn, task, &missing)?;
+    for (&n, score) in missing.iter().zip(fresh) {
+        memo.remember_score(n, stamps.of(n), score);
+    }
+    let mut best = Best::default();
+    for &n in feasible {
+        let stamp = stamps.of(n);
+        let score = memo.score(n, stamp)?;
+        let fits = fits_idle(memo, n, stamp);
+        best.offer(n, score, fits);
+    }
+    Some(best.choice())
+}
+
+/// The best node that fits `Idle` and the best of the rest, each the first of the highest
+/// score in the order offered (Volcano picks one at random).
+#[derive(Default)]
+struct Best {
+    idle: Option<(NodeId, f64)>,
+    future: Option<(NodeId, f64)>,
+}
+
+impl Best {
+    #[inline]
+    fn offer(&mut self, n: NodeId, score: f64, fits_idle: bool) {
+        let best = if fits_idle {
+            &mut self.idle
         } else {
-            &mut best_future
+            &mut self.future
         };
         if best.is_none_or(|(_, b)| score > b) {
             *best = Some((n, score));
         }
     }
-    Some(best_idle.or(best_future).map(|(n, _)| n))
+
+    fn choice(&self) -> Option<NodeId> {
+        self.idle.or(self.future).map(|(n, _)| n)
+    }
 }
 
 /// `SelectBestNodeAndScore`: the highest score; among equal scores the first node in the
