@@ -511,14 +511,14 @@ fn mig_node_ignores_the_rules() {
     // Volcano wraps only HAMi-core nodes: on a MIG node a second training pod shares the card.
     let rules = two_rules();
     let mut card = Gpu::new("gpu-1234", 10, 40960, "NVIDIA A100-SXM4-40GB");
-    card.mig_geometries = vec![Geometry {
+    card.mig_geometries = std::sync::Arc::from(vec![Geometry {
         group: "group1".into(),
         instances: vec![MigTemplate {
             name: "1g.10gb".into(),
             memory: 10240,
             count: 2,
         }],
-    }];
+    }]);
     let mut gpus = Gpus {
         node: "mig-node".into(),
         mode: MIG.into(),

@@ -12,6 +12,7 @@ pub mod mig;
 pub mod request;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use apis::DeviceConfig;
 use apis::device_config::Geometry;
@@ -90,10 +91,11 @@ pub struct Gpu {
     pub used_num: u32,
     pub used_mem: u32,
     pub used_cores: u32,
-    /// Pod uid → what it uses here.
-    pub pods: BTreeMap<String, Usage>,
+    /// Pod uid → what it uses here. Shared, like the geometries, so that the trial copy a fit
+    /// makes for every task and node copies only the counters.
+    pub pods: Arc<BTreeMap<String, Usage>>,
     /// MIG mode: the geometries the card's model allows, and the instances in use.
-    pub mig_geometries: Vec<Geometry>,
+    pub mig_geometries: Arc<[Geometry]>,
     pub mig_usage: mig::MigUsage,
 }
 
@@ -210,7 +212,7 @@ impl Gpus {
             if items[5] == MIG
                 && let Some(geometries) = config.geometries_of(&gpu.card_type)
             {
-                gpu.mig_geometries = geometries.to_vec();
+                gpu.mig_geometries = geometries.into();
                 gpus.mode = MIG.to_string();
             }
             gpus.cards.insert(index, gpu);
@@ -260,7 +262,9 @@ impl Gpus {
             }
         }
         gpu.take(memory, used.cores);
-        let usage = gpu.pods.entry(uid.to_string()).or_default();
+        let usage = Arc::make_mut(&mut gpu.pods)
+            .entry(uid.to_string())
+            .or_default();
         usage.memory = usage.memory.saturating_add(memory);
         usage.cores = usage.cores.saturating_add(used.cores);
         usage.containers = usage.containers.saturating_add(1);
@@ -285,7 +289,10 @@ impl Gpus {
     /// Takes back exactly what [`Gpus::commit`] or [`Gpus::add_pod`] put in use for the pod.
     pub fn release(&mut self, uid: &str) {
         for gpu in self.cards.values_mut() {
-            if let Some(usage) = gpu.pods.remove(uid) {
+            if !gpu.pods.contains_key(uid) {
+                continue;
+            }
+            if let Some(usage) = Arc::make_mut(&mut gpu.pods).remove(uid) {
                 for id in &usage.instances {
                     if let Some((g, position)) = mig::decode_id(id) {
                         mig::sub_used(&mut gpu.mig_usage, &gpu.mig_geometries, g, position);

@@ -293,7 +293,7 @@ fn pod_group_key_of_pod() {
 fn device_has_pod_from_same_group() {
     let card = |group: &str, memory: u32, cores: u32| {
         let mut g = Gpu::default();
-        g.pods.insert(
+        std::sync::Arc::make_mut(&mut g.pods).insert(
             "uid1".to_string(),
             Usage {
                 memory,
@@ -608,7 +608,7 @@ fn hami_core_add_pod() {
         ("adding a pod already there changes nothing", |gs, _| {
             let g = gs.cards.get_mut(&0).expect("card");
             (g.used_num, g.used_mem, g.used_cores) = (1, 1000, 25);
-            g.pods.insert(
+            std::sync::Arc::make_mut(&mut g.pods).insert(
                 HAMI_POD.to_string(),
                 Usage {
                     memory: 1000,

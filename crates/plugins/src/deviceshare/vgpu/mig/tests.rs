@@ -49,7 +49,7 @@ fn small_and_large() -> Vec<Geometry> {
 /// A fresh MIG card split by `geometries`.
 fn mig_card(geometries: Vec<Geometry>) -> Gpu {
     let mut gpu = Gpu::new("gpu-1234", 10, 40960, "NVIDIA A100-SXM4-40GB");
-    gpu.mig_geometries = geometries;
+    gpu.mig_geometries = geometries.into();
     gpu
 }
 
