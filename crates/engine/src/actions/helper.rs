@@ -507,10 +507,9 @@ pub fn prioritize_nodes(ssn: &Session, task: TaskId, nodes: &[NodeId]) -> Option
     Some(scores)
 }
 
-/// [`choose_node`] through a class memo, in one pass without building the groups: each node's
-/// idle fit and score come from the memo under the node's stamp; the nodes without a score are
-/// scored together first (the caller vouches that the task's scores are node-local, so each
-/// gets the score it would get in its group) and remembered. The best node that fits `Idle`,
+/// [`choose_node`] through a class memo, without building the groups: each node's idle fit and
+/// score come from the memo under the node's stamp; nodes without a score are scored together
+/// and remembered before a second pass (below). The best node that fits `Idle`,
 /// else the best of the rest, is what the groups give, since a group of one needs no score
 /// and a remembered score cannot fail. `None` when scoring failed: the caller then takes the
 /// groups' path, which fails over as Volcano does.
