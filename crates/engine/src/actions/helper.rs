@@ -10,6 +10,7 @@ use crate::framework::Session;
 use crate::model::fit::{FitError, FitErrors, FitStatus, StatusCode};
 use crate::model::{NodeId, TaskId};
 
+use super::search_index::{CATCH_UP_PER_TASK, follow_touches, index_lag, work_out_leaves};
 use super::search_memo::{ClassMemo, Remembered};
 
 /// `CalculateNumOfFeasibleNodesToFind` (§6.0.1), integer arithmetic as Volcano.
@@ -383,6 +384,65 @@ impl PredicateHelper {
         }
     }
 
+    /// Whether the task's search reads and fills its role's error cache. Tasks of one role
+    /// share failures, except when they use claims: their volumes differ per pod (Volcano
+    /// shares them anyway, so a pod whose volume lives on a node another pod of its role
+    /// failed on would never be tried there).
+    fn role_cache_on(&self, ssn: &Session, task: TaskId) -> bool {
+        let t = ssn.state.task(task);
+        self.cache_enabled
+            && !t.spec.role.is_empty()
+            && !crate::model::claim::pod_uses_claims(&t.spec.pod)
+    }
+
+    /// [`PredicateHelper::predicate_nodes`] over every node of the session followed by
+    /// [`choose_node`], answered by the class's index (`search_index`): the node they would
+    /// choose, with the search start moved as the search moves it. `None`, with nothing moved,
+    /// where the index does not answer: no index, the role's error cache in use, nothing fits
+    /// (the search then works out why), or a score failed (the index is then given up).
+    pub fn choose_indexed(
+        &self,
+        ssn: &mut Session,
+        task: TaskId,
+        nodes: &[NodeId],
+        fits: &FitsFn,
+        memo: &mut ClassMemo,
+        tasks_left: usize,
+    ) -> Option<NodeId> {
+        let n = nodes.len();
+        if memo.index.is_none()
+            || n != ssn.state.nodes().len()
+            || !ssn.state.options().search_memo
+            || self.role_cache_on(ssn, task)
+        {
+            return None;
+        }
+        let mut index = memo.index.take()?;
+        // Catching up costs about a tree path per node touched since the index last looked; a
+        // task's walk costs hundreds of lookups. An index too far behind for the tasks left is
+        // left as it is, for a job of many tasks to catch up.
+        // (Catching up never costs more than forgetting every leaf.)
+        if index_lag(&ssn.state, &index).min(n) > tasks_left.saturating_mul(CATCH_UP_PER_TASK) {
+            memo.index = Some(index);
+            return None;
+        }
+        follow_touches(&ssn.state, &mut index);
+        let want = num_feasible_nodes_to_find(ssn, n);
+        let start = ssn.state.node_search_start() % n;
+        let session: &Session = ssn;
+        let answer = index.choose(start, want, |stale| {
+            work_out_leaves(session, task, fits, memo, stale)
+        });
+        let Ok(answer) = answer else {
+            memo.index_refused = true;
+            return None;
+        };
+        memo.index = Some(index);
+        let (pos, processed) = answer?;
+        ssn.state.set_node_search_start((start + processed) % n);
+        Some(NodeId::from_index(pos))
+    }
+
     /// Finds up to `numFeasibleNodesToFind` nodes that pass `check`, scanning `nodes` from the
     /// session's rotating start index. Batches are evaluated in parallel; results are taken in
     /// node order, so the outcome is deterministic (Volcano's is not).
@@ -410,12 +470,7 @@ impl PredicateHelper {
         }
         let want = num_feasible_nodes_to_find(ssn, n);
         let t = ssn.state.task(task);
-        // Tasks of one role share failures, except when they use claims: their volumes differ
-        // per pod (Volcano shares them anyway, so a pod whose volume lives on a node another
-        // pod of its role failed on would never be tried there).
-        let cache_on = self.cache_enabled
-            && !t.spec.role.is_empty()
-            && !crate::model::claim::pod_uses_claims(&t.spec.pod);
+        let cache_on = self.role_cache_on(ssn, task);
         let group = if cache_on {
             t.job
                 .map(|j| format!("{}/{}", ssn.state.job(j).spec.uid, t.spec.role))

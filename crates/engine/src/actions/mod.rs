@@ -7,6 +7,7 @@ pub mod gang_eviction;
 pub mod helper;
 pub mod preempt;
 pub mod reclaim;
+pub mod search_index;
 pub mod search_memo;
 pub mod shuffle;
 mod victims;

@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use crate::model::{FitError, NodeId, SchedClass};
 
+use super::search_index::ClassIndex;
+
 /// Most remembered (class, node) answers in one session: about 32 MiB (more where checks fail,
 /// by their reasons). Past it the memo starts over, which only costs recomputation.
 const MAX_SLOTS: usize = 1 << 20;
@@ -80,6 +82,10 @@ pub struct ClassMemo {
     /// node.
     errors: Vec<Arc<FitError>>,
     error_ids: HashMap<Arc<FitError>, u32>,
+    /// The class's index over every node, while it has one ([`SearchMemo::class_indexed`]).
+    pub(super) index: Option<Box<ClassIndex>>,
+    /// An index could not give its answer (a score failed): the class searches by walking.
+    pub(super) index_refused: bool,
 }
 
 /// A remembered predicate result.
@@ -100,6 +106,8 @@ impl ClassMemo {
             choices: vec![ChoiceSlot::default(); nodes],
             errors: Vec::new(),
             error_ids: HashMap::new(),
+            index: None,
+            index_refused: false,
         }
     }
 
@@ -225,10 +233,19 @@ impl ClassMemo {
     }
 }
 
+/// Most tree leaves of all class indexes at once, about 40 MiB (an index takes 40 bytes per
+/// leaf, leaves rounded up to a power of two ≥ the nodes); past it the oldest index goes, which
+/// only costs rebuilding it if its class comes back. Classes come back across jobs (jobs of
+/// one shape share a class), so enough are kept for a few dozen classes on a large cluster.
+const MAX_INDEX_LEAVES: usize = 1 << 20;
+
 /// The memo of one allocate run.
 #[derive(Default)]
 pub struct SearchMemo {
-    classes: HashMap<SchedClass, ClassMemo>,
+    /// By class; the class is already a hash, so a light hasher does.
+    classes: rustc_hash::FxHashMap<SchedClass, ClassMemo>,
+    /// The classes that have an index, oldest first.
+    indexed: std::collections::VecDeque<SchedClass>,
 }
 
 impl SearchMemo {
@@ -238,10 +255,36 @@ impl SearchMemo {
             && (self.classes.len() + 1).saturating_mul(nodes) > MAX_SLOTS
         {
             self.classes.clear();
+            self.indexed.clear();
         }
         self.classes
             .entry(class)
             .or_insert_with(|| ClassMemo::new(nodes))
+    }
+
+    /// [`SearchMemo::class`], with an index over the nodes (built on first use) unless the
+    /// class refused one: for a class whose search will sweep the cluster.
+    pub fn class_indexed(&mut self, class: SchedClass, nodes: usize) -> &mut ClassMemo {
+        let wants_index = {
+            let memo = self.class(class, nodes);
+            memo.index.is_none() && !memo.index_refused
+        };
+        if wants_index {
+            self.indexed.retain(|c| *c != class);
+            let max_indexes = (MAX_INDEX_LEAVES / nodes.next_power_of_two().max(1)).max(1);
+            if self.indexed.len() >= max_indexes
+                && let Some(oldest) = self.indexed.pop_front()
+                && let Some(memo) = self.classes.get_mut(&oldest)
+            {
+                memo.index = None;
+            }
+            self.indexed.push_back(class);
+        }
+        let memo = self.class(class, nodes);
+        if wants_index {
+            memo.index = Some(Box::new(ClassIndex::new(nodes)));
+        }
+        memo
     }
 }
 

@@ -85,6 +85,11 @@ pub struct SearchStamps<'a> {
 }
 
 impl SearchStamps<'_> {
+    /// The high half every stamp shares now; it moves for every node at once.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     #[inline]
     pub fn of(&self, node: NodeId) -> u64 {
         self.epoch | u64::from(self.versions.get(node.index()).copied().unwrap_or(0))
@@ -129,6 +134,9 @@ pub struct SessionState {
     pub(super) node_versions: Vec<u32>,
     /// Bumped whenever a task whose placement reaches beyond its node moves.
     pub(super) search_epoch: u32,
+    /// Every node whose version moved, in order (with repeats): the class indexes
+    /// (`actions::search_index`) bring what changed since they last looked up to date.
+    pub(super) search_touches: Vec<u32>,
     /// The HyperNode tree over the session's nodes, under the virtual root.
     pub(super) topology: crate::model::SessionTopology,
     /// Per task being placed by the HyperNode-aware path: the job's HyperNode so far
@@ -478,6 +486,11 @@ impl SessionState {
         }
     }
 
+    /// The nodes whose stamps moved, in the order they moved (a node once per move).
+    pub fn search_touches(&self) -> &[u32] {
+        &self.search_touches
+    }
+
     /// How many jobs could not be scheduled (`volcano_unschedule_job_count`; gang counts them).
     pub fn record_unschedulable_jobs(&mut self, jobs: usize) {
         self.decisions.unschedulable_jobs = Some(jobs);
@@ -642,6 +655,7 @@ pub(super) fn build_state(
         last_processed_node_index: 0,
         node_versions: vec![0; node_count],
         search_epoch: 0,
+        search_touches: Vec::new(),
         topology: crate::model::SessionTopology::default(),
         task_job_hyper_node: FxHashMap::default(),
     };

@@ -105,6 +105,7 @@ impl Session {
         };
         if let Some(v) = self.state.node_versions.get_mut(n.index()) {
             *v = v.wrapping_add(1);
+            self.state.search_touches.push(n.index() as u32);
         }
         if !self.placement_is_node_local(task) {
             self.state.search_epoch = self.state.search_epoch.wrapping_add(1);

@@ -18,7 +18,9 @@ use crate::model::{
     DimensionDefault, HyperNodeId, JobId, NodeId, QueueId, SubJobId, TaskId, TaskStatus,
 };
 
-use super::helper::{PredicateHelper, allocate_fits, allocate_predicate, choose_node};
+use super::helper::{
+    PredicateHelper, allocate_fits, allocate_predicate, choose_node, num_feasible_nodes_to_find,
+};
 use super::search_memo::SearchMemo;
 
 /// Argument `predicateErrorCacheEnable` (default true).
@@ -188,6 +190,10 @@ pub fn execute(ssn: &mut Session) {
     }
 }
 
+/// How many sweeps of the cluster a class's searches must promise before it gets an index:
+/// building one costs about a sweep.
+const SWEEPS_FOR_INDEX: usize = 4;
+
 /// What a job's node searches share: the nodes (those of `hyper_node`, or every node when
 /// `None`), whether the role error cache is on, and a search memo for these nodes.
 struct Search<'a> {
@@ -253,11 +259,21 @@ fn allocate_resources_for_tasks(
             continue;
         }
 
-        // After PrePredicate, as the plugins' answer may rest on what it found.
+        // After PrePredicate, as the plugins' answer may rest on what it found. A class whose
+        // searches will sweep the cluster several times (its job's tasks left times the nodes
+        // each search wants) gets an index over every node (`search_index`).
+        let tasks_left = tasks.len() + 1;
+        let sweeps = search.hyper_node.is_none()
+            && !with_topology
+            && tasks_left.saturating_mul(num_feasible_nodes_to_find(ssn, nodes.len()))
+                >= SWEEPS_FOR_INDEX.saturating_mul(nodes.len());
         let mut memo = ssn.search_is_node_local(task).then(|| {
-            search
-                .memo
-                .class(ssn.state.task(task).spec.sched_class(), nodes.len())
+            let class = ssn.state.task(task).spec.sched_class();
+            if sweeps {
+                search.memo.class_indexed(class, nodes.len())
+            } else {
+                search.memo.class(class, nodes.len())
+            }
         });
         let mut feasible = Vec::new();
         if let Some(nominated) = ssn.state.task(task).spec.nominated_node_name.clone()
@@ -282,6 +298,17 @@ fn allocate_resources_for_tasks(
                     )
                     .0;
             }
+        }
+        if feasible.is_empty()
+            && let Some(m) = memo.as_deref_mut()
+            && let Some(best) =
+                helper.choose_indexed(ssn, task, nodes, &allocate_fits, m, tasks_left)
+        {
+            place(ssn, &mut stmt, task, best);
+            if ssn.sub_job_ready(job, sub_job) {
+                break;
+            }
+            continue;
         }
         if feasible.is_empty() {
             let (found, fit_errors) = helper.predicate_nodes(
