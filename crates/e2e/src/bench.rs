@@ -5,7 +5,8 @@
 //! period, client QPS and burst 2,000):
 //!
 //! 1. **ceiling**: pods of no scheduler bound by a bare client, 32 binding POSTs at a time: the
-//!    most binds per second this API server takes;
+//!    most binds per second this API server takes; measured again after the gang (the ratios
+//!    are to the higher of the two);
 //! 2. **backlog**: 10 gangs of 500 pods, all created before the daemon starts; pods bound per
 //!    second from the daemon's start to the last bind, and from the first bind to the last
 //!    (the bind rate, timed as the ceiling is), each against the ceiling;
@@ -261,21 +262,23 @@ async fn delete_all_pods(ctx: &TestCtx) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The raw bind ceiling: `n` pods of no scheduler, bound by a bare client.
+/// The raw bind ceiling: `n` pods of no scheduler (named `<name>-<i>`), bound by a bare client.
 async fn ceiling(
     ctx: &TestCtx,
+    name: &str,
     nodes: &[String],
     n: usize,
     concurrency: usize,
 ) -> anyhow::Result<Phase> {
-    create_pods(ctx, "ceil", n, |_| None, "nobody", concurrency).await?;
+    create_pods(ctx, name, n, |_| None, "nobody", concurrency).await?;
     let api = ctx.pods_api();
     let start = Instant::now();
     concurrently(n, concurrency, |i| {
         let api = api.clone();
+        let pod = format!("{name}-{i}");
         let binding = Binding {
             metadata: ObjectMeta {
-                name: Some(format!("ceil-{i}")),
+                name: Some(pod.clone()),
                 namespace: Some(ctx.ns.clone()),
                 ..Default::default()
             },
@@ -288,12 +291,7 @@ async fn ceiling(
         };
         async move {
             let _: serde_json::Value = api
-                .create_subresource(
-                    "binding",
-                    &format!("ceil-{i}"),
-                    &PostParams::default(),
-                    &binding,
-                )
+                .create_subresource("binding", &pod, &PostParams::default(), &binding)
                 .await
                 .context("binding")?;
             Ok(())
@@ -303,7 +301,7 @@ async fn ceiling(
     let seconds = start.elapsed().as_secs_f64();
     delete_all_pods(ctx).await?;
     Ok(Phase {
-        name: "ceiling".into(),
+        name: name.into(),
         pods: n,
         seconds,
         pods_per_sec: n as f64 / seconds,
@@ -527,15 +525,8 @@ async fn phases(ctx: &TestCtx, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
     let (times, watch) = watch_binds(ctx);
     let mut out = Vec::new();
     eprintln!("ceiling");
-    let ceiling = ceiling(
-        ctx,
-        &nodes,
-        sizes.gangs * sizes.gang_size,
-        sizes.concurrency,
-    )
-    .await?;
-    let ceiling_rate = ceiling.pods_per_sec;
-    out.push(ceiling);
+    let n = sizes.gangs * sizes.gang_size;
+    out.push(ceiling(ctx, "ceiling", &nodes, n, sizes.concurrency).await?);
     eprintln!("backlog");
     out.push(
         backlog(
@@ -551,10 +542,23 @@ async fn phases(ctx: &TestCtx, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
     );
     eprintln!("gang");
     out.push(backlog(ctx, "gang", &queue, 1, sizes.big_gang, sizes, &times).await?);
+    // Measured again once the cluster has settled: the first measurement, right after the
+    // nodes are made, has come out lower than the daemon's own rate. The ratios are taken to
+    // the higher of the two.
+    eprintln!("ceiling again");
+    out.push(ceiling(ctx, "ceiling-again", &nodes, n, sizes.concurrency).await?);
+    let ceiling_rate = out
+        .iter()
+        .filter(|p| p.name.starts_with("ceiling"))
+        .map(|p| p.pods_per_sec)
+        .fold(0.0, f64::max);
     eprintln!("steady");
     out.push(steady(ctx, &queue, sizes, &times).await?);
     watch.abort();
-    for p in out.iter_mut().skip(1).take(2) {
+    for p in out
+        .iter_mut()
+        .filter(|p| p.name == "backlog" || p.name == "gang")
+    {
         p.ratio_to_ceiling = Some(p.pods_per_sec / ceiling_rate);
         p.binding_ratio_to_ceiling = p.binding_pods_per_sec.map(|r| r / ceiling_rate);
     }
