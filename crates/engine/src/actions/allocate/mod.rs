@@ -21,7 +21,7 @@ use crate::model::{
 use super::helper::{
     PredicateHelper, allocate_fits, allocate_predicate, choose_node, num_feasible_nodes_to_find,
 };
-use super::search_memo::SearchMemo;
+use super::search_memo::{ClassMemo, SearchMemo};
 
 /// Argument `predicateErrorCacheEnable` (default true).
 fn predicate_cache_enabled(ssn: &Session) -> bool {
@@ -259,21 +259,17 @@ fn allocate_resources_for_tasks(
             continue;
         }
 
-        // After PrePredicate, as the plugins' answer may rest on what it found. A class whose
-        // searches will sweep the cluster several times (its job's tasks left times the nodes
-        // each search wants) gets an index over every node (`search_index`).
+        // After PrePredicate, as the plugins' answer may rest on what it found.
         let tasks_left = tasks.len() + 1;
-        let sweeps = search.hyper_node.is_none()
-            && !with_topology
-            && tasks_left.saturating_mul(num_feasible_nodes_to_find(ssn, nodes.len()))
-                >= SWEEPS_FOR_INDEX.saturating_mul(nodes.len());
+        let sweeps = search.hyper_node.is_none() && !with_topology;
         let mut memo = ssn.search_is_node_local(task).then(|| {
-            let class = ssn.state.task(task).spec.sched_class();
-            if sweeps {
-                search.memo.class_indexed(class, nodes.len())
-            } else {
-                search.memo.class(class, nodes.len())
-            }
+            class_memo(
+                ssn,
+                search.memo,
+                task,
+                nodes.len(),
+                sweeps.then_some(tasks_left),
+            )
         });
         let mut feasible = Vec::new();
         if let Some(nominated) = ssn.state.task(task).spec.nominated_node_name.clone()
@@ -361,6 +357,28 @@ fn allocate_resources_for_tasks(
     }
     ssn.discard(stmt);
     None
+}
+
+/// The task's class memo. A class whose searches over all `nodes` will sweep them several
+/// times (`tasks_left` of its job times the nodes each search wants) gets an index over every
+/// node (`search_index`).
+fn class_memo<'m>(
+    ssn: &Session,
+    memo: &'m mut SearchMemo,
+    task: TaskId,
+    nodes: usize,
+    tasks_left: Option<usize>,
+) -> &'m mut ClassMemo {
+    let class = ssn.state.task(task).spec.sched_class();
+    let sweeps = tasks_left.is_some_and(|t| {
+        t.saturating_mul(num_feasible_nodes_to_find(ssn, nodes))
+            >= SWEEPS_FOR_INDEX.saturating_mul(nodes)
+    });
+    if sweeps {
+        memo.class_indexed(class, nodes)
+    } else {
+        memo.class(class, nodes)
+    }
 }
 
 /// Records why the task fits nowhere, and tells whether the job's other tasks are still worth
