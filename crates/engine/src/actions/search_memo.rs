@@ -16,6 +16,9 @@
 //! A property test (`tests/search_memo_properties.rs`) runs random clusters and session
 //! sequences with the memo on and off and requires identical decisions.
 //!
+//! A class whose job will sweep the cluster several times also keeps an index over these
+//! answers ([`super::search_index`]), which finds a task's nodes and choice without walking.
+//!
 //! [`Session::search_is_node_local`]: crate::framework::Session::search_is_node_local
 //! [`SessionState::search_stamp`]: crate::framework::SessionState::search_stamp
 
