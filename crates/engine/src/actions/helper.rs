@@ -63,6 +63,15 @@ pub fn allocate_fits(ssn: &Session, task: TaskId, node: NodeId) -> bool {
     future_idle_fit(ssn, task, node).is_ok() && ssn.predicate_allows_allocation(task, node)
 }
 
+/// Whether the task's request fits the node's idle resources now (the choice prefers such
+/// nodes; placing there allocates rather than pipelines).
+pub fn fits_idle_now(ssn: &Session, task: TaskId, node: NodeId) -> bool {
+    ssn.state.task(task).resreq().less_equal(
+        &ssn.state.node(node).idle,
+        crate::model::DimensionDefault::Zero,
+    )
+}
+
 /// A node check with its reasons.
 pub type CheckFn = dyn Fn(&Session, TaskId, NodeId) -> Result<(), FitError> + Sync;
 /// The same check's pass or fail alone.
@@ -400,6 +409,7 @@ impl PredicateHelper {
     /// choose, with the search start moved as the search moves it. `None`, with nothing moved,
     /// where the index does not answer: no index, the role's error cache in use, nothing fits
     /// (the search then works out why), or a score failed (the index is then given up).
+    /// `nodes` must be every node of the session in node order (the index is kept by position).
     pub fn choose_indexed(
         &self,
         ssn: &mut Session,
@@ -410,11 +420,7 @@ impl PredicateHelper {
         tasks_left: usize,
     ) -> Option<NodeId> {
         let n = nodes.len();
-        if memo.index.is_none()
-            || n != ssn.state.nodes().len()
-            || !ssn.state.options().search_memo
-            || self.role_cache_on(ssn, task)
-        {
+        if n == 0 || !ssn.state.options().search_memo || self.role_cache_on(ssn, task) {
             return None;
         }
         let mut index = memo.index.take()?;
@@ -575,14 +581,8 @@ fn choose_node_memo(
     memo: &mut ClassMemo,
 ) -> Option<Option<NodeId>> {
     let stamps = ssn.state.search_stamps();
-    let req = ssn.state.task(task).resreq();
     let fits_idle = |memo: &mut ClassMemo, n: NodeId, stamp: u64| {
-        memo.fits_idle(n, stamp, || {
-            req.less_equal(
-                &ssn.state.node(n).idle,
-                crate::model::DimensionDefault::Zero,
-            )
-        })
+        memo.fits_idle(n, stamp, || fits_idle_now(ssn, task, n))
     };
     // One pass in node order while every score is remembered (the usual case once a class
     // has seen the nodes): each node's slot is read once. A node without a score ends it.
@@ -671,13 +671,8 @@ pub fn choose_node(
     {
         return best;
     }
-    let req = ssn.state.task(task).resreq();
-    let (idle_fit, future_fit): (Vec<NodeId>, Vec<NodeId>) = feasible.iter().partition(|&&n| {
-        req.less_equal(
-            &ssn.state.node(n).idle,
-            crate::model::DimensionDefault::Zero,
-        )
-    });
+    let (idle_fit, future_fit): (Vec<NodeId>, Vec<NodeId>) =
+        feasible.iter().partition(|&&n| fits_idle_now(ssn, task, n));
     for group in [idle_fit, future_fit] {
         match group.len() {
             0 => continue,

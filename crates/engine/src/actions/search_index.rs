@@ -21,7 +21,7 @@
 use crate::framework::{Session, SessionState};
 use crate::model::{NodeId, TaskId};
 
-use super::helper::{FitsFn, prioritize_nodes};
+use super::helper::{FitsFn, fits_idle_now, prioritize_nodes};
 use super::search_memo::{ClassMemo, Remembered};
 
 /// The best fitting node of a range: idle fit first, then the score, then the first in
@@ -448,7 +448,6 @@ pub(super) fn work_out_leaves(
             memo.remember_score(node, stamps.of(node), score);
         }
     }
-    let req = state.task(task).resreq();
     let mut leaves = Vec::with_capacity(stale.len());
     for (&pos, fit) in stale.iter().zip(fitting) {
         if !fit {
@@ -458,9 +457,7 @@ pub(super) fn work_out_leaves(
         let node = NodeId::from_index(pos);
         let stamp = stamps.of(node);
         let score = memo.score(node, stamp).filter(|s| !s.is_nan())?;
-        let idle = memo.fits_idle(node, stamp, || {
-            req.less_equal(&state.node(node).idle, crate::model::DimensionDefault::Zero)
-        });
+        let idle = memo.fits_idle(node, stamp, || fits_idle_now(ssn, task, node));
         leaves.push(Some((idle, score)));
     }
     Some(leaves)

@@ -271,6 +271,7 @@ fn allocate_for_sub_job(
             let search = Search {
                 nodes: &nodes,
                 hyper_node: (hn != root).then_some(hn),
+                every_node_in_order: false,
                 cache_enabled,
                 memo: &mut memo,
             };

@@ -14,12 +14,11 @@ use std::collections::BTreeMap;
 use crate::framework::{PriorityQueue, Session, Statement};
 use crate::model::fit::{FitError, FitErrors};
 use crate::model::job::phase;
-use crate::model::{
-    DimensionDefault, HyperNodeId, JobId, NodeId, QueueId, SubJobId, TaskId, TaskStatus,
-};
+use crate::model::{HyperNodeId, JobId, NodeId, QueueId, SubJobId, TaskId, TaskStatus};
 
 use super::helper::{
-    PredicateHelper, allocate_fits, allocate_predicate, choose_node, num_feasible_nodes_to_find,
+    PredicateHelper, allocate_fits, allocate_predicate, choose_node, fits_idle_now,
+    num_feasible_nodes_to_find,
 };
 use super::search_memo::{ClassMemo, SearchMemo};
 
@@ -162,6 +161,7 @@ pub fn execute(ssn: &mut Session) {
                 let search = Search {
                     nodes: &all_nodes,
                     hyper_node: None,
+                    every_node_in_order: true,
                     cache_enabled,
                     memo: &mut memo,
                 };
@@ -195,10 +195,13 @@ pub fn execute(ssn: &mut Session) {
 const SWEEPS_FOR_INDEX: usize = 4;
 
 /// What a job's node searches share: the nodes (those of `hyper_node`, or every node when
-/// `None`), whether the role error cache is on, and a search memo for these nodes.
+/// `None`), whether they are every node of the session in node order (only then can a class
+/// index, which is kept by node position, answer), whether the role error cache is on, and a
+/// search memo for these nodes.
 struct Search<'a> {
     nodes: &'a [NodeId],
     hyper_node: Option<HyperNodeId>,
+    every_node_in_order: bool,
     cache_enabled: bool,
     memo: &'a mut SearchMemo,
 }
@@ -260,15 +263,17 @@ fn allocate_resources_for_tasks(
         }
 
         // After PrePredicate, as the plugins' answer may rest on what it found.
+        // A task of a job with a network topology is scored by where its job is placed so far,
+        // which the index does not follow.
         let tasks_left = tasks.len() + 1;
-        let sweeps = search.hyper_node.is_none() && !with_topology;
+        let indexable = search.every_node_in_order && !with_topology;
         let mut memo = ssn.search_is_node_local(task).then(|| {
             class_memo(
                 ssn,
                 search.memo,
                 task,
                 nodes.len(),
-                sweeps.then_some(tasks_left),
+                indexable.then_some(tasks_left),
             )
         });
         let mut feasible = Vec::new();
@@ -296,6 +301,7 @@ fn allocate_resources_for_tasks(
             }
         }
         if feasible.is_empty()
+            && indexable
             && let Some(m) = memo.as_deref_mut()
             && let Some(best) =
                 helper.choose_indexed(ssn, task, nodes, &allocate_fits, m, tasks_left)
@@ -399,7 +405,7 @@ fn record_and_go_on(
 fn place(ssn: &mut Session, stmt: &mut Statement, task: TaskId, node: NodeId) {
     let n = ssn.state.node(node);
     let req = ssn.state.task(task).resreq();
-    let result = if req.less_equal(&n.idle, DimensionDefault::Zero) {
+    let result = if fits_idle_now(ssn, task, node) {
         ssn.allocate(stmt, task, node)
     } else if req
         .fits_future_idle(&n.idle, &n.releasing, &n.pipelined)
