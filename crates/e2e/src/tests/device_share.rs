@@ -159,33 +159,13 @@ async fn run_vgpu(env: Env) -> anyhow::Result<()> {
     let ctx = TestCtx::new(&env, "device-share-vgpu").await?;
     let register =
         "GPU-0,4,16384,NVIDIA-A10,true,hami-core:GPU-1,4,16384,NVIDIA-A10,true,hami-core:";
-    let node = gpu_node(
-        &ctx,
-        "vgpu",
-        &[
-            ("volcano.sh/vgpu-number", "8"),
-            ("volcano.sh/vgpu-memory", "32768"),
-            ("volcano.sh/vgpu-cores", "200"),
-        ],
-        BTreeMap::from([(
-            "volcano.sh/node-vgpu-register".to_string(),
-            register.to_string(),
-        )]),
-    )
-    .await?;
+    let node = vgpu_node(&ctx, "vgpu", ["8", "32768", "200"], register).await?;
     let queue = ctx.queue("q", 1).await?;
-    let mig_node = gpu_node(
+    let mig_node = vgpu_node(
         &ctx,
         "mig",
-        &[
-            ("volcano.sh/vgpu-number", "7"),
-            ("volcano.sh/vgpu-memory", "40960"),
-            ("volcano.sh/vgpu-cores", "100"),
-        ],
-        BTreeMap::from([(
-            "volcano.sh/node-vgpu-register".to_string(),
-            "GPU-m0,7,40960,NVIDIA-A100-SXM4-40GB,true,mig:".to_string(),
-        )]),
+        ["7", "40960", "100"],
+        "GPU-m0,7,40960,NVIDIA-A100-SXM4-40GB,true,mig:",
     )
     .await?;
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.env.client.clone(), "kube-system");
@@ -331,6 +311,30 @@ async fn vgpu_pod(
     Ok(())
 }
 
+/// A [`gpu_node`] with vGPU cards: `cards`, `memory` and `cores` allocatable in all, the cards
+/// as the device plugin registers them (`volcano.sh/node-vgpu-register`).
+pub(crate) async fn vgpu_node(
+    ctx: &TestCtx,
+    name: &str,
+    [cards, memory, cores]: [&str; 3],
+    register: &str,
+) -> anyhow::Result<String> {
+    gpu_node(
+        ctx,
+        name,
+        &[
+            ("volcano.sh/vgpu-number", cards),
+            ("volcano.sh/vgpu-memory", memory),
+            ("volcano.sh/vgpu-cores", cores),
+        ],
+        BTreeMap::from([(
+            "volcano.sh/node-vgpu-register".to_string(),
+            register.to_string(),
+        )]),
+    )
+    .await
+}
+
 /// A KWOK node of 8 cpu with these extra allocatable resources and annotations.
 pub(crate) async fn gpu_node(
     ctx: &TestCtx,
@@ -366,18 +370,11 @@ pub fn device_share_node_lock(env: Env) -> BoxFuture<'static, anyhow::Result<()>
 
 async fn run_node_lock(env: Env) -> anyhow::Result<()> {
     let ctx = TestCtx::new(&env, "device-share-node-lock").await?;
-    let node = gpu_node(
+    let node = vgpu_node(
         &ctx,
         "lock",
-        &[
-            ("volcano.sh/vgpu-number", "4"),
-            ("volcano.sh/vgpu-memory", "16384"),
-            ("volcano.sh/vgpu-cores", "100"),
-        ],
-        BTreeMap::from([(
-            "volcano.sh/node-vgpu-register".to_string(),
-            "GPU-L0,4,16384,NVIDIA-A10,true,hami-core:".to_string(),
-        )]),
+        ["4", "16384", "100"],
+        "GPU-L0,4,16384,NVIDIA-A10,true,hami-core:",
     )
     .await?;
     let queue = ctx.queue("q", 1).await?;

@@ -96,18 +96,11 @@ async fn run(ctx: &TestCtx) -> Result<()> {
     check_least_privilege(ctx, &kubeconfig).await?;
 
     ctx.nodes("n", 2, "4", "8Gi", 110).await?;
-    let gpu = super::device_share::gpu_node(
+    let gpu = super::device_share::vgpu_node(
         ctx,
         "gpu",
-        &[
-            ("volcano.sh/vgpu-number", "4"),
-            ("volcano.sh/vgpu-memory", "16384"),
-            ("volcano.sh/vgpu-cores", "100"),
-        ],
-        BTreeMap::from([(
-            "volcano.sh/node-vgpu-register".to_string(),
-            "GPU-R0,4,16384,NVIDIA-A10,true,hami-core:".to_string(),
-        )]),
+        ["4", "16384", "100"],
+        "GPU-R0,4,16384,NVIDIA-A10,true,hami-core:",
     )
     .await?;
     let queue = ctx.queue("q", 1).await?;
