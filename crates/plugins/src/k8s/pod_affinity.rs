@@ -19,7 +19,9 @@
 //! `matchLabelKeys` / `mismatchLabelKeys` are not read: since v1.33 the API server merges them into
 //! the label selector when the pod is created.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use k8s_openapi::api::core::v1::{
     Node, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, WeightedPodAffinityTerm,
@@ -66,7 +68,7 @@ impl AffinityFailure {
 
 /// Counts per topology key, then per topology value.
 #[derive(Debug, Default, Clone)]
-struct TopologyCounts(HashMap<String, HashMap<String, i64>>);
+struct TopologyCounts(FxHashMap<String, FxHashMap<String, i64>>);
 
 impl TopologyCounts {
     /// Adds `delta` to the pair (`key`, the node's value for `key`), if the node has that label.
@@ -90,8 +92,10 @@ impl TopologyCounts {
                 values.insert(value.clone(), delta);
             }
         } else if delta != 0 {
-            self.0
-                .insert(key.to_owned(), HashMap::from([(value.clone(), delta)]));
+            self.0.insert(
+                key.to_owned(),
+                FxHashMap::from_iter([(value.clone(), delta)]),
+            );
         }
     }
 
@@ -116,14 +120,14 @@ impl TopologyCounts {
 /// Namespace labels looked up through the caller's callback, once per namespace.
 struct NamespaceLabels<'f> {
     lookup: &'f dyn Fn(&str) -> Option<BTreeMap<String, String>>,
-    cache: HashMap<String, Option<BTreeMap<String, String>>>,
+    cache: FxHashMap<String, Option<BTreeMap<String, String>>>,
 }
 
 impl<'f> NamespaceLabels<'f> {
     fn new(lookup: &'f dyn Fn(&str) -> Option<BTreeMap<String, String>>) -> Self {
         Self {
             lookup,
-            cache: HashMap::new(),
+            cache: FxHashMap::default(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! The pods on each node as the embedded Kubernetes plugins see them during a session, and the
 //! pod-shape helpers around it; shared by `predicates` (filters) and `nodeorder` (scores).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::OnceLock;
 
 use engine::framework::SessionState;
@@ -21,7 +23,7 @@ use super::labels::PlacedPod;
 /// task would scan every placed pod.
 #[derive(Debug, Default)]
 pub struct PodView {
-    hidden: HashSet<TaskId>,
+    hidden: FxHashSet<TaskId>,
     hidden_per_node: Vec<usize>,
     /// Placed pods with a required anti-affinity term (`None`: not tracked).
     required_anti_affinity: Option<BTreeSet<TaskId>>,
@@ -29,11 +31,11 @@ pub struct PodView {
     required_anti_affinity_version: u64,
     /// The same pods by the label pairs their terms' selectors narrow to (see
     /// [`PodView::anti_affinity_candidates`]), and those with a term that cannot be narrowed.
-    anti_affinity_by_pair: HashMap<String, HashMap<String, BTreeSet<TaskId>>>,
+    anti_affinity_by_pair: FxHashMap<String, FxHashMap<String, BTreeSet<TaskId>>>,
     anti_affinity_wide: BTreeSet<TaskId>,
     /// Placed pods by label (key, value), built the first time a pod with required terms of
     /// its own asks, then kept current.
-    by_label: OnceLock<HashMap<(String, String), BTreeSet<TaskId>>>,
+    by_label: OnceLock<FxHashMap<(String, String), BTreeSet<TaskId>>>,
     /// Placed pods whose terms can score other pods: required pod affinity, or preferred
     /// affinity or anti-affinity (`None`: not tracked). Required anti-affinity alone only
     /// filters.
@@ -48,11 +50,11 @@ impl PodView {
         track_pod_affinity: bool,
     ) -> Self {
         let mut view = PodView {
-            hidden: HashSet::new(),
+            hidden: FxHashSet::default(),
             hidden_per_node: vec![0; ssn.nodes().len()],
             required_anti_affinity: track_required_anti_affinity.then(BTreeSet::new),
             required_anti_affinity_version: 0,
-            anti_affinity_by_pair: HashMap::new(),
+            anti_affinity_by_pair: FxHashMap::default(),
             anti_affinity_wide: BTreeSet::new(),
             by_label: OnceLock::new(),
             pod_affinity: track_pod_affinity.then(BTreeSet::new),
@@ -292,7 +294,7 @@ impl PodView {
         selectors: impl Iterator<Item = Option<&'s LabelSelector>>,
     ) -> Option<BTreeSet<TaskId>> {
         let index = self.by_label.get_or_init(|| {
-            let mut index: HashMap<(String, String), BTreeSet<TaskId>> = HashMap::new();
+            let mut index: FxHashMap<(String, String), BTreeSet<TaskId>> = FxHashMap::default();
             for node in ssn.nodes() {
                 for &(task, _) in &node.tasks {
                     if !self.is_visible(task) {

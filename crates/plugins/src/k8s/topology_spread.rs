@@ -20,7 +20,9 @@
 //! selecting the pod, and the scheduler model has no such objects, so a pod without explicit
 //! constraints gets no spread score.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, TopologySpreadConstraint};
@@ -184,7 +186,7 @@ impl Included {
 
 /// [`Included`] with the nodes' places found by name.
 struct Inclusion<'n> {
-    index: HashMap<&'n str, usize>,
+    index: FxHashMap<&'n str, usize>,
     table: Included,
 }
 
@@ -211,7 +213,7 @@ impl<'n> Inclusion<'n> {
     }
 }
 
-fn name_index<'n>(nodes: &[&'n Node]) -> HashMap<&'n str, usize> {
+fn name_index<'n>(nodes: &[&'n Node]) -> FxHashMap<&'n str, usize> {
     nodes
         .iter()
         .enumerate()
@@ -227,7 +229,7 @@ fn name_index<'n>(nodes: &[&'n Node]) -> HashMap<&'n str, usize> {
 pub struct SpreadDomains {
     included: Included,
     /// Per constraint, every eligible domain with a count of 0.
-    empty_counts: Vec<HashMap<String, i64>>,
+    empty_counts: Vec<FxHashMap<String, i64>>,
     /// Per constraint, the values of its topology key over the nodes, and each node's value
     /// as its place in that list ([`NO_VALUE`] when the node lacks the key): the filter then
     /// looks a node up by position instead of by its labels.
@@ -248,7 +250,7 @@ impl SpreadDomains {
         }
         let included = Included::build(pod, &constraints, all_nodes, eligible);
         // Every eligible node opens its domain, so empty domains take part in the minimum.
-        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        let mut counts: Vec<FxHashMap<String, i64>> = vec![FxHashMap::default(); constraints.len()];
         for (i, node) in all_nodes.iter().enumerate() {
             let labels = node_labels(node);
             for (ci, c) in constraints.iter().enumerate() {
@@ -263,7 +265,7 @@ impl SpreadDomains {
         let mut values = Vec::with_capacity(constraints.len());
         let mut node_values = Vec::with_capacity(constraints.len());
         for c in &constraints {
-            let mut ids: HashMap<&str, u32> = HashMap::new();
+            let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
             let mut list = Vec::new();
             let of_node = all_nodes
                 .iter()
@@ -334,7 +336,7 @@ struct FilterConstraint {
     /// The incoming pod matches the constraint's selector (it would add 1 to its domain).
     self_match: bool,
     /// Matching pods per eligible domain (every eligible domain present, possibly 0).
-    counts: HashMap<String, i64>,
+    counts: FxHashMap<String, i64>,
     /// Minimum of `counts`; `i32::MAX` when there is no eligible domain, as upstream.
     min_match: i64,
 }
@@ -543,7 +545,8 @@ pub fn spread_scores<'a>(
     let scored_count = scored.iter().filter(|&&s| s).count();
 
     // Domains of the scored candidates, per constraint (hostname constraints count per node).
-    let mut domain_counts: Vec<HashMap<&str, i64>> = vec![HashMap::new(); constraints.len()];
+    let mut domain_counts: Vec<FxHashMap<&str, i64>> =
+        vec![FxHashMap::default(); constraints.len()];
     for (node, _) in candidates.iter().zip(&scored).filter(|(_, s)| **s) {
         let labels = node_labels(node);
         for (c, counts) in constraints.iter().zip(&mut domain_counts) {
@@ -570,7 +573,7 @@ pub fn spread_scores<'a>(
     let inclusion = Inclusion::build(pod, &constraints, all_nodes, eligible);
     let namespace = pod_namespace(pod);
     // Matching pods per node name, for the hostname constraints.
-    let mut per_node: Vec<HashMap<&str, i64>> = vec![HashMap::new(); constraints.len()];
+    let mut per_node: Vec<FxHashMap<&str, i64>> = vec![FxHashMap::default(); constraints.len()];
     for placed_pod in placed {
         if !countable(placed_pod.pod, namespace) {
             continue;

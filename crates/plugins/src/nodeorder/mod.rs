@@ -38,7 +38,7 @@
 //! constraints gets no spread score. ImageLocality counts the nodes holding an image over the
 //! session's nodes and takes the image size each node reports.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use engine::conf::{ArgWarning, Arguments};
@@ -346,11 +346,11 @@ pub struct NodeOrder {
     /// Per node, built on first use (see [`NodeOrder::resources`]).
     nodes: Vec<OnceLock<NodeResources>>,
     /// ImageLocality's per-image scans, filled the first time a pod asks for an image.
-    images: RwLock<HashMap<String, Arc<ImageSpread>>>,
+    images: RwLock<FxHashMap<String, Arc<ImageSpread>>>,
     /// Each scheduling class's images (see [`NodeOrder::class_images`]).
-    class_images: RwLock<HashMap<SchedClass, Arc<ClassImages>>>,
+    class_images: RwLock<FxHashMap<SchedClass, Arc<ClassImages>>>,
     /// Each scheduling class's `NonZeroRequested` (see [`NodeOrder::non_zero_request`]).
-    class_requests: RwLock<HashMap<SchedClass, (i64, i64)>>,
+    class_requests: RwLock<FxHashMap<SchedClass, (i64, i64)>>,
     /// Nodes with a `PreferNoSchedule` taint (the only ones TaintToleration can score down).
     prefer_no_schedule_nodes: Vec<NodeId>,
 }
@@ -388,9 +388,9 @@ impl NodeOrder {
             gpu: ResourceName::new(GPU),
             view: PodView::default(),
             nodes: Vec::new(),
-            images: RwLock::new(HashMap::new()),
-            class_images: RwLock::new(HashMap::new()),
-            class_requests: RwLock::new(HashMap::new()),
+            images: RwLock::new(FxHashMap::default()),
+            class_images: RwLock::new(FxHashMap::default()),
+            class_requests: RwLock::new(FxHashMap::default()),
             prefer_no_schedule_nodes: Vec::new(),
         }
     }

@@ -2,7 +2,7 @@
 //! template and node, for one session; and the stable filters' verdicts per scheduling class
 //! and node, which give the same statuses as running the filters.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
@@ -25,14 +25,14 @@ pub(super) const CACHE_NOT_FIT_MARK: u8 = 2;
 #[derive(Debug, Default)]
 pub(super) struct EquivalenceCache {
     nodes: usize,
-    by_template: RwLock<HashMap<String, Arc<[AtomicU8]>>>,
+    by_template: RwLock<FxHashMap<String, Arc<[AtomicU8]>>>,
 }
 
 impl EquivalenceCache {
     pub(super) fn new(nodes: usize) -> Self {
         Self {
             nodes,
-            by_template: RwLock::new(HashMap::new()),
+            by_template: RwLock::new(FxHashMap::default()),
         }
     }
 
@@ -142,10 +142,10 @@ pub(super) struct StableVerdicts {
 #[derive(Debug, Default)]
 struct Tables {
     /// The verdicts by what the stable filters read of the pod (its JSON).
-    by_key: HashMap<String, Arc<ClassVerdicts>>,
+    by_key: FxHashMap<String, Arc<ClassVerdicts>>,
     /// The same tables by scheduling class, which fixes the key: looked up first, so the key
     /// is written once per class.
-    by_class: HashMap<SchedClass, Arc<ClassVerdicts>>,
+    by_class: FxHashMap<SchedClass, Arc<ClassVerdicts>>,
 }
 
 impl StableVerdicts {

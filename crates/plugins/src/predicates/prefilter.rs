@@ -1,7 +1,7 @@
 //! The PreFilter steps of `predicates` that look beyond the pod: InterPodAffinity's and
 //! PodTopologySpread's states, over the placed pods the view's indexes find.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, PoisonError};
 
 use engine::framework::SessionState;
@@ -20,8 +20,8 @@ use super::{DO_NOT_SCHEDULE, Predicates};
 /// ([`domains_key`]): the class is looked up first, so the key is written once per class.
 #[derive(Debug, Default)]
 pub(super) struct SpreadDomainCache {
-    by_class: HashMap<SchedClass, Arc<SpreadDomains>>,
-    by_key: HashMap<String, Arc<SpreadDomains>>,
+    by_class: FxHashMap<SchedClass, Arc<SpreadDomains>>,
+    by_key: FxHashMap<String, Arc<SpreadDomains>>,
 }
 
 impl Predicates {

@@ -4,7 +4,7 @@
 //! vector read. The answers are the filter's own: the counts are the same, looked up by the
 //! id of the node's value instead of the value.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -24,7 +24,7 @@ pub(super) struct PositionCounts {
 #[derive(Debug, Clone)]
 struct Keyed {
     column: Arc<LabelColumn>,
-    counts: HashMap<u32, i64>,
+    counts: FxHashMap<u32, i64>,
 }
 
 impl Keyed {
