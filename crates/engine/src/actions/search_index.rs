@@ -77,20 +77,28 @@ pub type Leaf = Option<(bool, f64)>;
 struct TreeNode {
     /// How many fit or are stale.
     count: u32,
-    /// How many are stale.
-    stale: u32,
     /// The best of the worked-out fitting ones.
     best: Best,
 }
 
+impl TreeNode {
+    /// Bit for bit: a pull that changes nothing stops there.
+    #[inline]
+    fn same_as(&self, other: &TreeNode) -> bool {
+        self.count == other.count
+            && self.best.pos == other.best.pos
+            && self.best.idle == other.best.idle
+            && self.best.score.to_bits() == other.best.score.to_bits()
+    }
+}
+
 const EMPTY: TreeNode = TreeNode {
     count: 0,
-    stale: 0,
     best: NO_BEST,
 };
+/// A stale leaf counts as fitting and is nobody's best.
 const STALE: TreeNode = TreeNode {
     count: 1,
-    stale: 1,
     best: NO_BEST,
 };
 
@@ -113,6 +121,10 @@ pub struct ClassIndex {
     size: usize,
     /// The tree nodes; the root is 1, leaves start at `size`.
     tree: Vec<TreeNode>,
+    /// The stale leaves, a bit per node. Kept beside the tree rather than counted in it:
+    /// forgetting a fitting leaf that is not its parent's best then changes no tree node above
+    /// the leaf, and most touched nodes are such leaves.
+    stale: Vec<u64>,
     /// The epoch (high half of the stamps) the leaves belong to; `None` until first used.
     pub(super) epoch: Option<u64>,
     /// How much of the session's touch log the leaves reflect.
@@ -129,6 +141,7 @@ impl ClassIndex {
             n,
             size,
             tree: vec![EMPTY; 2 * size],
+            stale: vec![0; n.div_ceil(64)],
             epoch: None,
             synced: 0,
             level: Vec::new(),
@@ -140,23 +153,32 @@ impl ClassIndex {
     pub fn forget_all(&mut self) {
         self.tree.fill(EMPTY);
         self.tree[self.size..self.size + self.n].fill(STALE);
+        self.stale.fill(u64::MAX);
+        if let Some(last) = self.stale.last_mut()
+            && !self.n.is_multiple_of(64)
+        {
+            *last = (1 << (self.n % 64)) - 1;
+        }
         for i in (1..self.size).rev() {
             self.pull(i);
         }
     }
 
+    /// Recomputes tree node `i` from its children; whether it changed.
     #[inline]
-    fn pull(&mut self, i: usize) {
+    fn pull(&mut self, i: usize) -> bool {
         let (l, r) = (self.tree[2 * i], self.tree[2 * i + 1]);
-        self.tree[i] = TreeNode {
+        let new = TreeNode {
             count: l.count + r.count,
-            stale: l.stale + r.stale,
             best: join(l.best, r.best),
         };
+        let changed = !new.same_as(&self.tree[i]);
+        self.tree[i] = new;
+        changed
     }
 
-    /// Recomputes the tree above the leaves in `self.level` (positions in the tree, sorted),
-    /// each tree node once.
+    /// Recomputes the tree above the changed leaves in `self.level` (positions in the tree,
+    /// sorted), each tree node once, going no higher than the tree nodes that changed.
     fn pull_above(&mut self) {
         let mut level = std::mem::take(&mut self.level);
         while level.first().is_some_and(|&i| i > 1) {
@@ -164,26 +186,39 @@ impl ClassIndex {
                 *i /= 2;
             }
             level.dedup();
-            for &i in &level {
-                self.pull(i);
-            }
+            level.retain(|&i| self.pull(i));
         }
         level.clear();
         self.level = level;
     }
 
+    /// Sets leaf `pos` and its stale bit; queues it for [`ClassIndex::pull_above`] when it
+    /// changed.
+    #[inline]
+    fn put_leaf(&mut self, pos: usize, leaf: TreeNode, stale: bool) {
+        let (word, bit) = (pos / 64, 1u64 << (pos % 64));
+        if stale {
+            self.stale[word] |= bit;
+        } else {
+            self.stale[word] &= !bit;
+        }
+        let i = self.size + pos;
+        if !leaf.same_as(&self.tree[i]) {
+            self.tree[i] = leaf;
+            self.level.push(i);
+        }
+    }
+
     /// Makes the leaves of `positions` stale.
     pub fn forget(&mut self, positions: impl IntoIterator<Item = usize>) {
-        let (n, size) = (self.n, self.size);
         self.level.clear();
-        self.level
-            .extend(positions.into_iter().filter(|&p| p < n).map(|p| size + p));
+        for pos in positions {
+            if pos < self.n {
+                self.put_leaf(pos, STALE, true);
+            }
+        }
         self.level.sort_unstable();
         self.level.dedup();
-        for k in 0..self.level.len() {
-            let i = self.level[k];
-            self.tree[i] = STALE;
-        }
         self.pull_above();
     }
 
@@ -194,11 +229,9 @@ impl ClassIndex {
             if pos >= self.n {
                 continue;
             }
-            let i = self.size + pos;
-            self.tree[i] = match leaf {
+            let node = match leaf {
                 Some((idle, score)) => TreeNode {
                     count: 1,
-                    stale: 0,
                     best: Best {
                         idle,
                         score,
@@ -207,7 +240,7 @@ impl ClassIndex {
                 },
                 None => EMPTY,
             };
-            self.level.push(i);
+            self.put_leaf(pos, node, false);
         }
         self.level.sort_unstable();
         self.level.dedup();
@@ -294,28 +327,19 @@ impl ClassIndex {
         if first > last {
             return;
         }
-        self.stale_under(1, 0, self.size - 1, first, last, out);
-    }
-
-    fn stale_under(
-        &self,
-        i: usize,
-        lo: usize,
-        hi: usize,
-        first: usize,
-        last: usize,
-        out: &mut Vec<usize>,
-    ) {
-        if self.tree[i].stale == 0 || hi < first || last < lo {
-            return;
+        for w in first / 64..=last / 64 {
+            let mut bits = self.stale[w];
+            if w == first / 64 {
+                bits &= u64::MAX << (first % 64);
+            }
+            if w == last / 64 && last % 64 != 63 {
+                bits &= (1u64 << (last % 64 + 1)) - 1;
+            }
+            while bits != 0 {
+                out.push(w * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
+            }
         }
-        if i >= self.size {
-            out.push(i - self.size);
-            return;
-        }
-        let mid = lo + (hi - lo) / 2;
-        self.stale_under(2 * i, lo, mid, first, last, out);
-        self.stale_under(2 * i + 1, mid + 1, hi, first, last, out);
     }
 
     /// The best worked-out fitting node of `first..=last`.
@@ -511,7 +535,8 @@ mod tests {
     fn answers_as_the_walk_does_on_random_leaves_and_changes() {
         let mut rng = Lcg(7);
         for round in 0..300 {
-            let n = 1 + rng.next(40) as usize;
+            // Up to three words of stale bits.
+            let n = 1 + rng.next(150) as usize;
             let mut leaves: Vec<Leaf> = (0..n).map(|_| random_leaf(&mut rng)).collect();
             let mut index = ClassIndex::new(n);
             index.forget_all();
