@@ -74,6 +74,13 @@ struct JobGen {
     /// The running members' container status reports resources (an in-place resize), which
     /// the scores' pod requests then read.
     resized: bool,
+    /// Odd members take the next shape: a job of two classes, where one may fit after the
+    /// other failed (a failed search is reused only for a task answered alike).
+    mixed_shapes: bool,
+    /// Members' labels: 0 their index as a label too, 1 the job's `app` label alone (a spread
+    /// or anti-affinity task's failed search may then be reused by the next), 2 odd members
+    /// with the next `app` (the same class, answered differently by spread).
+    labels: u8,
 }
 
 const SHAPES: [(u64, u64); 3] = [(500, 512), (1000, 1024), (250, 256)];
@@ -123,6 +130,10 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
             prop::bool::weighted(0.3),
             prop::bool::weighted(0.3),
         ),
+        (
+            prop::bool::weighted(0.3),
+            prop::sample::select(vec![0u8, 1, 1, 2, 2]),
+        ),
     )
         .prop_map(
             |(
@@ -131,6 +142,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                 (preferred_zone, anti_affinity, preferred_pod_affinity, role),
                 (spread, host_port, high_priority, running, min_seed),
                 (node_affinity, anti_affinity_zone, resized),
+                (mixed_shapes, labels),
             )| JobGen {
                 replicas,
                 min_member: 1 + min_seed % replicas,
@@ -151,6 +163,8 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                 node_affinity,
                 anti_affinity_zone,
                 resized,
+                mixed_shapes,
+                labels,
             },
         )
 }
@@ -245,7 +259,12 @@ fn affinity(j: &JobGen) -> Value {
 }
 
 fn pod_spec(j: &JobGen, index: usize, node: Option<String>) -> Value {
-    let (cpu, memory) = SHAPES[j.shape];
+    let shape = if j.mixed_shapes && index % 2 == 1 {
+        (j.shape + 1) % SHAPES.len()
+    } else {
+        j.shape
+    };
+    let (cpu, memory) = SHAPES[shape];
     let mut tolerations = Vec::new();
     if j.tolerate_dedicated {
         tolerations.push(json!({"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}));
@@ -253,7 +272,7 @@ fn pod_spec(j: &JobGen, index: usize, node: Option<String>) -> Value {
     if j.tolerate_soft {
         tolerations.push(json!({"key": "soft", "operator": "Exists"}));
     }
-    let image = if j.shape == 0 {
+    let image = if shape == 0 {
         "registry/img-a:1"
     } else {
         "registry/img-b:1"
@@ -326,13 +345,22 @@ fn build(nodes: &[NodeGen], jobs: &[JobGen]) -> SimInput {
             if j.role {
                 annotations["volcano.sh/task-spec"] = json!("worker");
             }
+            let app = if j.labels == 2 && t % 2 == 1 {
+                j.app + 1
+            } else {
+                j.app
+            };
+            let mut labels = json!({"app": format!("a{app}")});
+            if j.labels == 0 {
+                labels["volcano.sh/task-index"] = json!(t.to_string());
+            }
             input.pods.push(decode(json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {
                     "name": format!("{group}-{t}"), "namespace": "default",
                     "uid": format!("pod-{ji}-{t}"),
                     "creationTimestamp": format!("2025-12-31T00:{:02}:{:02}Z", seq / 60, seq % 60),
-                    "labels": {"app": format!("a{}", j.app), "volcano.sh/task-index": t.to_string()},
+                    "labels": labels,
                     "annotations": annotations,
                 },
                 "spec": pod_spec(j, t, node),

@@ -108,8 +108,8 @@ impl Session {
     }
 
     pub fn task_order_compare(&self, l: TaskId, r: TaskId) -> Ordering {
-        for s in self.slots_for(EP::TASK_ORDER, Some(Gate::TaskOrder)) {
-            let c = self.instances[s.instance].task_order(&self.state, l, r);
+        for &i in &self.task_order_instances {
+            let c = self.instances[i].task_order(&self.state, l, r);
             if c != Ordering::Equal {
                 return c;
             }
@@ -144,8 +144,8 @@ impl Session {
 
     /// `PredicateFn`: first error wins. Safe to call from several threads.
     pub fn predicate(&self, task: TaskId, node: NodeId) -> Result<(), FitError> {
-        for s in self.slots_for(EP::PREDICATE, Some(Gate::Predicate)) {
-            self.instances[s.instance].predicate(&self.state, task, node)?;
+        for &i in &self.predicate_instances {
+            self.instances[i].predicate(&self.state, task, node)?;
         }
         Ok(())
     }
@@ -153,8 +153,8 @@ impl Session {
     /// Whether `PredicateForAllocateAction` lets `task` on `node`, as [`Session::predicate`]
     /// would decide it (the first plugin that fails decides) but without the reasons.
     pub fn predicate_allows_allocation(&self, task: TaskId, node: NodeId) -> bool {
-        for s in self.slots_for(EP::PREDICATE, Some(Gate::Predicate)) {
-            let plugin = &self.instances[s.instance];
+        for &i in &self.predicate_instances {
+            let plugin = &self.instances[i];
             if let PredicateOutcome::Fails { blocks_allocation } =
                 plugin.predicate_outcome(&self.state, task, node)
             {
@@ -182,6 +182,21 @@ impl Session {
             && self
                 .searching_instances()
                 .all(|p| p.search_is_node_local(&self.state, task))
+    }
+
+    /// Whether a search for `task` fails as `other`'s did, with the same reasons, while no node
+    /// and no placement changed since: the memo is on (with it off every search is done, and
+    /// the property tests compare the two), both are of one class, and every plugin that
+    /// predicates says its answers for them are alike
+    /// ([`Plugin::predicate_answers_alike`](super::plugin::Plugin::predicate_answers_alike)).
+    pub fn predicates_alike(&self, task: TaskId, other: TaskId) -> bool {
+        let class = |t: TaskId| self.state.task(t).spec.sched_class();
+        self.state.options.search_memo
+            && class(task) == class(other)
+            && self
+                .predicate_instances
+                .iter()
+                .all(|&i| self.instances[i].predicate_answers_alike(&self.state, task, other))
     }
 
     /// Whether allocate may remember this task's scores per node even when its predicates are

@@ -274,6 +274,14 @@ pub trait Plugin: Send + Sync {
     fn search_is_node_local(&self, _ssn: &SessionState, _task: TaskId) -> bool {
         false
     }
+    /// For allocate's reuse of a failed search (`actions::allocate`): whether this plugin's
+    /// predicate, reasons included, answers `task` on every node as it answered `other`, a task
+    /// of the same [`SchedClass`](crate::model::SchedClass), when no node and no placement
+    /// changed in between. Asked after `task`'s PrePredicate. The default holds for a plugin
+    /// whose answers for both are node-local (which rest on the class and the node alone).
+    fn predicate_answers_alike(&self, ssn: &SessionState, task: TaskId, other: TaskId) -> bool {
+        self.search_is_node_local(ssn, task) && self.search_is_node_local(ssn, other)
+    }
     /// For the search memo: whether placing `task` on a node, or taking it off, changes this
     /// plugin's predicates and scores for other tasks on that node only. `false` (the
     /// default) makes the session forget every remembered answer when the task moves.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::conf::SchedulerConf;
+use crate::conf::{Gate, SchedulerConf};
 use crate::state::Snapshot;
 
 use super::plugin::{ExtensionPoints, Plugin, PluginRegistry};
@@ -34,6 +34,10 @@ pub struct Session {
     pub(crate) points: Vec<ExtensionPoints>,
     pub(crate) slots: Vec<PluginSlot>,
     pub(crate) tier_count: usize,
+    /// The instances answering `TaskOrderFn` and `PredicateFn`, in slot order: asked per
+    /// comparison and per node, where filtering the slots each time showed in profiles.
+    pub(crate) task_order_instances: Vec<usize>,
+    pub(crate) predicate_instances: Vec<usize>,
 }
 
 impl Session {
@@ -69,6 +73,8 @@ impl Session {
             points: Vec::new(),
             slots: Vec::new(),
             tier_count: conf.tiers.len(),
+            task_order_instances: Vec::new(),
+            predicate_instances: Vec::new(),
         };
         let mut instance_by_name: HashMap<String, usize> = HashMap::new();
         for (tier_index, tier) in conf.tiers.iter().enumerate() {
@@ -108,6 +114,14 @@ impl Session {
                 slot.instance = last;
             }
         }
+        session.task_order_instances = session
+            .slots_for(ExtensionPoints::TASK_ORDER, Some(Gate::TaskOrder))
+            .map(|s| s.instance)
+            .collect();
+        session.predicate_instances = session
+            .slots_for(ExtensionPoints::PREDICATE, Some(Gate::Predicate))
+            .map(|s| s.instance)
+            .collect();
         session
     }
 

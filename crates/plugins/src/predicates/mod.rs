@@ -884,6 +884,22 @@ impl Plugin for Predicates {
             })
     }
 
+    /// Alike when node-local for both, or else when the only look beyond the node is inter-pod
+    /// affinity or spread: those read the placed pods and, of the task's pod, its spec (the
+    /// class) and its labels, so equal labels answer alike. Claims and the equivalence cache
+    /// never do (see [`Plugin::search_is_node_local`]).
+    fn predicate_answers_alike(&self, ssn: &SessionState, task: TaskId, other: TaskId) -> bool {
+        if self.search_is_node_local(ssn, task) && self.search_is_node_local(ssn, other) {
+            return true;
+        }
+        let pod = |t: TaskId| ssn.task(t).spec.pod.as_ref();
+        self.cache.is_none()
+            && self.filters.get(&task).is_some()
+            && !pod_uses_claims(pod(task))
+            && !pod_uses_claims(pod(other))
+            && pod(task).metadata.labels == pod(other).metadata.labels
+    }
+
     /// A placed pod's required anti-affinity reaches its whole topology domain, but only for
     /// pods it matches, and for those InterPodAffinity is in play at their next PrePredicate,
     /// which makes them not node-local; its labels count only for pods with inter-pod terms or

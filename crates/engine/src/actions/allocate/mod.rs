@@ -237,6 +237,7 @@ fn allocate_resources_for_tasks(
         .map(|h| ssn.state.topology().name(h).to_string());
     let mut stmt = Statement::new();
     let mut helper = PredicateHelper::new(search.cache_enabled);
+    let mut failed: Option<FailedSearch> = None;
     while let Some(task) = tasks.pop(|a, b| ssn.task_order(a, b)) {
         if !ssn.allocatable(queue, task) {
             continue;
@@ -257,6 +258,13 @@ fn allocate_resources_for_tasks(
             let mut fe = FitErrors::default();
             fe.add_nodes(&FitError::error(e, "prePredicate"), nodes.iter().copied());
             if !record_and_go_on(ssn, target, task, fe) {
+                break;
+            }
+            continue;
+        }
+
+        if let Some(fit_errors) = failed.as_ref().and_then(|f| f.answers(ssn, task)) {
+            if !record_and_go_on(ssn, target, task, fit_errors) {
                 break;
             }
             continue;
@@ -324,6 +332,7 @@ fn allocate_resources_for_tasks(
             if found.is_empty() {
                 let mut fit_errors = fit_errors;
                 fit_errors.hyper_node = hyper_node_name.clone();
+                failed = Some(FailedSearch::of(ssn, task, &fit_errors));
                 if !record_and_go_on(ssn, target, task, fit_errors) {
                     break;
                 }
@@ -363,6 +372,43 @@ fn allocate_resources_for_tasks(
     }
     ssn.discard(stmt);
     None
+}
+
+/// A search of this job's that found no node, and the state it was done in. A job that may go
+/// on after a task fits nowhere (`minMember` below its size) would otherwise search every node
+/// again for each of its tasks of the same kind, with nothing changed, and fail again.
+/// Volcano skips such searches only for tasks with a role (`TaskHasFitErrors`); this skips
+/// them for any task the plugins answer alike ([`Session::predicates_alike`]), with the same
+/// reasons recorded.
+struct FailedSearch {
+    task: TaskId,
+    /// The session's touch log length and epoch then: while both stand, no node's state and
+    /// no placement changed.
+    touches: usize,
+    epoch: u64,
+    fit_errors: FitErrors,
+}
+
+impl FailedSearch {
+    fn of(ssn: &Session, task: TaskId, fit_errors: &FitErrors) -> Self {
+        FailedSearch {
+            task,
+            touches: ssn.state.search_touches().len(),
+            epoch: ssn.state.search_stamps().epoch(),
+            fit_errors: fit_errors.clone(),
+        }
+    }
+
+    /// The reasons `task` fits nowhere, when its search would be this one again. A task with
+    /// a nominated node is searched (its node is tried first).
+    fn answers(&self, ssn: &Session, task: TaskId) -> Option<FitErrors> {
+        let unchanged = self.touches == ssn.state.search_touches().len()
+            && self.epoch == ssn.state.search_stamps().epoch();
+        (unchanged
+            && ssn.state.task(task).spec.nominated_node_name.is_none()
+            && ssn.predicates_alike(task, self.task))
+        .then(|| self.fit_errors.clone())
+    }
 }
 
 /// The task's class memo. A class whose searches over all `nodes` will sweep them several
