@@ -5,6 +5,8 @@ pub mod backfill;
 pub mod enqueue;
 pub mod gang_eviction;
 pub mod helper;
+#[cfg(test)]
+mod one_plugin_session;
 pub mod preempt;
 pub mod reclaim;
 pub mod search_index;

@@ -365,17 +365,11 @@ mod tests {
 
     mod counted {
         //! A plugin whose node-local predicate and score count their calls.
-        use std::sync::Arc;
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        use serde_json::json;
-
-        use crate::conf::{KnownNames, parse};
-        use crate::framework::{
-            ExtensionPoints as EP, Plugin, PluginRegistry, Session, SessionOptions, SessionState,
-        };
+        use crate::actions::one_plugin_session::{open, three_nodes_one_job};
+        use crate::framework::{ExtensionPoints as EP, Plugin, SessionState};
         use crate::model::{FitError, NodeId, TaskId};
-        use crate::state::{ClusterState, StateOptions};
 
         pub static PREDICATES: AtomicUsize = AtomicUsize::new(0);
         pub static SCORES: AtomicUsize = AtomicUsize::new(0);
@@ -406,71 +400,10 @@ mod tests {
             }
         }
 
-        fn cluster() -> ClusterState {
-            let mut s = ClusterState::new(StateOptions::default());
-            s.upsert_queue(
-                serde_json::from_value(
-                    json!({"metadata": {"name": "default"}, "spec": {"weight": 1}}),
-                )
-                .expect("queue"),
-            );
-            for n in 0..3 {
-                s.upsert_node(
-                    serde_json::from_value(json!({
-                        "metadata": {"name": format!("n{n}")},
-                        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
-                    }))
-                    .expect("node"),
-                );
-            }
-            s.upsert_pod_group(
-                serde_json::from_value(json!({"metadata": {"name": "pg", "namespace": "ns"},
-                    "spec": {"minMember": 6, "queue": "default"}}))
-                .expect("pg"),
-            );
-            for i in 0..6 {
-                s.upsert_pod(
-                    serde_json::from_value(json!({
-                        "metadata": {"name": format!("p{i}"), "namespace": "ns", "uid": format!("u{i}"),
-                                     "annotations": {"scheduling.k8s.io/group-name": "pg"}},
-                        "spec": {"schedulerName": "volcano-rs",
-                                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-                        "status": {"phase": "Pending"}
-                    }))
-                    .expect("pod"),
-                );
-            }
-            s
-        }
-
         /// Runs allocate; returns the binds (pod → node) and the predicate and score calls.
         pub fn allocate(memo: bool) -> (Vec<(String, String)>, usize, usize) {
-            let known = KnownNames {
-                actions: &["allocate"],
-                plugins: &["counted"],
-                strict: true,
-                check_arguments: None,
-            };
-            let conf = parse(
-                "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: counted\n",
-                &known,
-            )
-            .expect("conf")
-            .conf;
-            let mut registry = PluginRegistry::new();
-            registry.register("counted", |_| Box::new(Counted));
-            let options = SessionOptions {
-                search_memo: memo,
-                ..SessionOptions::default()
-            };
-            let mut ssn = Session::open(
-                &cluster().snapshot(),
-                Arc::new(conf),
-                &registry,
-                options,
-                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-                "s".into(),
-            );
+            let state = three_nodes_one_job(6, 6);
+            let mut ssn = open(&state, "counted", |_| Box::new(Counted), memo);
             let (p0, s0) = (
                 PREDICATES.load(Ordering::SeqCst),
                 SCORES.load(Ordering::SeqCst),

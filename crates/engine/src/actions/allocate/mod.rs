@@ -8,6 +8,8 @@
 
 mod hyper_node;
 mod sub_job;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 
