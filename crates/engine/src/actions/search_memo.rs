@@ -236,8 +236,9 @@ impl ClassMemo {
     }
 }
 
-/// Most tree leaves of all class indexes at once, about 40 MiB (an index takes 40 bytes per
-/// leaf, leaves rounded up to a power of two ≥ the nodes); past it the oldest index goes, which
+/// Most tree leaves of all class indexes at once, about 48 MiB (an index takes two 24-byte tree
+/// nodes and a stale bit per leaf, leaves rounded up to a power of two ≥ the nodes); past it
+/// the oldest index goes, which
 /// only costs rebuilding it if its class comes back. Classes come back across jobs (jobs of
 /// one shape share a class), so enough are kept for a few dozen classes on a large cluster.
 const MAX_INDEX_LEAVES: usize = 1 << 20;
