@@ -527,6 +527,7 @@ fn session_options(args: &RunArgs) -> anyhow::Result<SessionOptions> {
             k8s_openapi::jiff::tz::TimeZone::UTC
         }),
         search_memo: true,
+        tables: Arc::default(),
     })
 }
 

@@ -237,7 +237,12 @@ fn init_logging(format: LogFormat, default_level: &str, verbosity: Option<go_fla
 }
 
 fn run_command(args: RunArgs) -> ExitCode {
+    // Half the cores for the async workers (watches, writes, HTTP): the other half is the
+    // sessions' (their rayon pool). On a 2-core machine a second worker only added thread
+    // switches: 9 % more CPU under a steady stream, no lower latency (docs/benchmarks.md).
+    let workers = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
         .enable_all()
         .build()
     {

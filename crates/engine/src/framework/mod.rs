@@ -13,6 +13,7 @@ pub mod plugin;
 pub mod session;
 pub mod session_state;
 pub mod statement;
+pub mod table_build;
 
 pub use decisions::{
     Decisions, Event, EventType, JobFigures, JobMetrics, NumaAssignment, ObjectRef, PreBindWrites,
@@ -30,6 +31,7 @@ pub use plugin::{
 pub use session::{Clock, Session};
 pub use session_state::{SearchStamps, SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};
+pub use table_build::TableMemo;
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,8 @@ use crate::conf::{Gate, SchedulerConf};
 use crate::state::Snapshot;
 
 use super::plugin::{ExtensionPoints, Plugin, PluginRegistry};
-use super::session_state::{SessionOptions, SessionState, build_state};
+use super::session_state::{SessionOptions, SessionState};
+use super::table_build::build_state;
 
 /// One plugin option occurrence in tier order, pointing at the instance that answers for it.
 pub(crate) struct PluginSlot {

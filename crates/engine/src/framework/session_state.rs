@@ -18,8 +18,8 @@ use crate::model::job::JobCondition;
 use crate::model::node::NodeInfo;
 use crate::model::queue::QueueInfo;
 use crate::model::resource::Resource;
-use crate::model::task::{JobLink, TaskInfo};
-use crate::model::{JobId, JobInfo, JobSpec, NodeId, QueueId, TaskId, TaskStatus};
+use crate::model::task::TaskInfo;
+use crate::model::{JobId, JobInfo, NodeId, QueueId, TaskId, TaskStatus};
 use crate::state::Snapshot;
 
 use super::decisions::{Decisions, QueueMetrics};
@@ -43,6 +43,9 @@ pub struct SessionOptions {
     /// Whether allocate remembers node-local predicate results and scores per scheduling class
     /// (`actions::search_memo`); off only to prove that it changes no decision.
     pub search_memo: bool,
+    /// The links the last session's tables were built with (`framework::table_build`); one
+    /// per scheduler (clones share it).
+    pub tables: std::sync::Arc<super::table_build::TableMemo>,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -59,6 +62,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("memory", &self.memory)
             .field("time_zone", &self.time_zone.iana_name())
             .field("search_memo", &self.search_memo)
+            .field("tables", &self.tables)
             .finish()
     }
 }
@@ -74,6 +78,7 @@ impl Default for SessionOptions {
             memory: std::sync::Arc::default(),
             time_zone: k8s_openapi::jiff::tz::TimeZone::UTC,
             search_memo: true,
+            tables: std::sync::Arc::default(),
         }
     }
 }
@@ -106,7 +111,6 @@ pub struct SessionState {
     pub(super) queues: Vec<QueueInfo>,
     // Fx hashing: these are rebuilt and probed for every object in every session, and their
     // keys are names from the cluster state, not input an attacker picks to collide per session.
-    pub(super) job_by_uid: FxHashMap<String, JobId>,
     /// Shared with the snapshot's node table while the nodes do not change.
     pub(super) node_by_name: Arc<FxHashMap<String, NodeId>>,
     pub(super) queue_by_name: FxHashMap<String, QueueId>,
@@ -226,9 +230,13 @@ impl SessionState {
     pub fn queue_id(&self, name: &str) -> Option<QueueId> {
         self.queue_by_name.get(name).copied()
     }
-    /// A job by its uid (`namespace/name` of its PodGroup).
+    /// A job by its uid (`namespace/name` of its PodGroup). A scan: only tests ask, and a
+    /// session-long index would cost every session a copy of every uid.
     pub fn job_id(&self, uid: &str) -> Option<JobId> {
-        self.job_by_uid.get(uid).copied()
+        self.jobs
+            .iter()
+            .rposition(|j| j.spec.uid == uid)
+            .map(JobId::from_index)
     }
 
     pub fn job_of(&self, task: TaskId) -> Option<JobId> {
@@ -514,196 +522,4 @@ impl SessionState {
         let name = std::mem::take(&mut self.current_action);
         self.decisions.actions_run.push(name);
     }
-}
-
-pub(super) fn build_state(
-    snapshot: &Snapshot,
-    conf: Arc<SchedulerConf>,
-    options: SessionOptions,
-    now: Timestamp,
-    uid: String,
-) -> SessionState {
-    let mut queues = Vec::new();
-    let mut queue_by_name = FxHashMap::default();
-    for q in snapshot.queues() {
-        queue_by_name.insert(q.name.clone(), QueueId::from_index(queues.len()));
-        queues.push(QueueInfo { spec: q.clone() });
-    }
-
-    let node_table = snapshot.node_table();
-    let mut nodes: Vec<NodeInfo> = node_table
-        .specs
-        .iter()
-        .zip(&node_table.usage)
-        .map(|(n, usage)| NodeInfo {
-            usage: *usage,
-            ..NodeInfo::new(n.clone())
-        })
-        .collect();
-    let node_by_name = node_table.by_name.clone();
-    let total_resource = node_table.total_allocatable.clone();
-
-    // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we
-    // also say why on the PodGroup (the executor publishes an identical event once).
-    let mut jobs: Vec<JobInfo> = Vec::new();
-    // Jobs with a network-topology constraint or sub-group policies, for `install_topology`
-    // (looking for them afterwards would touch every job's spec again).
-    let mut with_topology: Vec<JobId> = Vec::new();
-    let mut job_by_uid = FxHashMap::default();
-    let mut events = Vec::new();
-    for (pg, spec) in snapshot.pod_group_jobs() {
-        let Some(&queue) = queue_by_name.get(&spec.queue_name) else {
-            tracing::debug!(pod_group = %spec.uid, queue = %spec.queue_name, "queue not found; job skipped");
-            events.push(super::decisions::Event {
-                object: pg_ref(pg),
-                type_: super::decisions::EventType::Warning,
-                reason: "QueueNotFound".to_string(),
-                message: format!(
-                    "queue {} does not exist; the pod group is not scheduled until it does",
-                    spec.queue_name
-                ),
-            });
-            continue;
-        };
-        if !spec.priority_class_name.is_empty()
-            && !snapshot
-                .priority_classes()
-                .contains_key(&spec.priority_class_name)
-        {
-            events.push(super::decisions::Event {
-                object: pg_ref(pg),
-                type_: super::decisions::EventType::Warning,
-                reason: "PriorityClassNotFound".to_string(),
-                message: format!(
-                    "priority class {} does not exist; the job gets the default priority",
-                    spec.priority_class_name
-                ),
-            });
-        }
-        if spec.network_topology.is_some() || spec.has_sub_group_policy {
-            with_topology.push(JobId::from_index(jobs.len()));
-        }
-        let mut job = JobInfo::from_spec(spec.clone());
-        job.queue = Some(queue);
-        job.priority = snapshot.job_priority(&spec.priority_class_name);
-        job_by_uid.insert(spec.uid.clone(), JobId::from_index(jobs.len()));
-        jobs.push(job);
-    }
-
-    // Tasks; a standalone pod of ours gets its own one-pod job.
-    let mut tasks: Vec<TaskInfo> = Vec::with_capacity(snapshot.pod_count());
-    for spec in snapshot.pods() {
-        let job = match &spec.job {
-            JobLink::PodGroup(uid) => job_by_uid.get(uid).copied(),
-            JobLink::Standalone { queue } => match queue_by_name.get(queue) {
-                Some(&qid) if !spec.status.is_completed() || spec.node_name.is_some() => {
-                    let id = JobId::from_index(jobs.len());
-                    let job = implicit_job(snapshot, spec, queue, qid);
-                    let uid = job.spec.uid.clone();
-                    job_by_uid.insert(uid, id);
-                    jobs.push(job);
-                    Some(id)
-                }
-                _ => None,
-            },
-            JobLink::None => None,
-        };
-        // Finished pods hold no node resources (§5.6).
-        let node = match (&spec.node_name, spec.status.is_completed()) {
-            (Some(n), false) => node_by_name.get(n).copied(),
-            _ => None,
-        };
-        let id = TaskId::from_index(tasks.len());
-        let task = TaskInfo::new(spec.clone(), job, node);
-        if let Some(n) = node
-            && let Err(e) = nodes[n.index()].add_task(id, &task)
-        {
-            tracing::warn!(error = %e, "task not added to its node");
-        }
-        if let Some(j) = job {
-            let info = &mut jobs[j.index()];
-            info.add_task(id, &task);
-        }
-        tasks.push(task);
-    }
-
-    for job in &mut jobs {
-        job.owned = job.tasks.is_empty() || job.tasks.iter().any(|t| tasks[t.index()].spec.ours);
-    }
-
-    let node_count = nodes.len();
-    let mut state = SessionState {
-        uid,
-        now,
-        tasks,
-        jobs,
-        nodes,
-        queues,
-        job_by_uid,
-        node_by_name,
-        queue_by_name,
-        total_resource,
-        snapshot: snapshot.clone(),
-        configured_actions: conf.actions.clone(),
-        conf,
-        options,
-        current_action: String::new(),
-        queue_metrics: BTreeMap::new(),
-        job_metrics: Vec::new(),
-        events,
-        decisions: Decisions::default(),
-        last_processed_node_index: 0,
-        node_versions: vec![0; node_count],
-        search_epoch: 0,
-        search_touches: Vec::new(),
-        topology: crate::model::SessionTopology::default(),
-        task_job_hyper_node: FxHashMap::default(),
-    };
-    state.install_topology(&with_topology);
-    state
-}
-
-/// The PodGroup as an event's object.
-fn pg_ref(pg: &apis::PodGroup) -> super::decisions::ObjectRef {
-    super::decisions::ObjectRef {
-        kind: "PodGroup",
-        namespace: Some(
-            pg.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_string()),
-        ),
-        name: pg.metadata.name.clone().unwrap_or_default(),
-        uid: pg.metadata.uid.clone().unwrap_or_default(),
-    }
-}
-
-/// The one-pod job a standalone pod of ours gets (the PodGroup Volcano's controller would
-/// create for it).
-fn implicit_job(
-    snapshot: &Snapshot,
-    spec: &crate::model::task::TaskSpec,
-    queue: &str,
-    qid: QueueId,
-) -> JobInfo {
-    let name = format!("podgroup-{}", spec.uid);
-    let uid = format!("{}/{name}", spec.namespace);
-    let class = spec
-        .pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.priority_class_name.clone())
-        .unwrap_or_default();
-    let mut job_spec = JobSpec::new(uid, name, spec.namespace.clone(), queue.to_string(), 1);
-    job_spec.implicit = true;
-    job_spec.creation = spec.creation;
-    job_spec.priority_class_name = class;
-    // It stands for the PodGroup Volcano's controller would create for the pod, whose
-    // minResources are the pod's requests (spec/kubernetes.md §4.6), so the enqueue gate
-    // judges it as Volcano would.
-    job_spec.min_resources = Some(spec.resreq.clone());
-    let mut job = JobInfo::from_spec(Arc::new(job_spec));
-    job.queue = Some(qid);
-    job.priority = snapshot.job_priority(&job.spec.priority_class_name);
-    job
 }

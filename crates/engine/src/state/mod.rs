@@ -548,6 +548,11 @@ impl ClusterState {
         &self.priority_classes
     }
 
+    /// The priority classes as shared between snapshots: the same `Arc` while none changed.
+    pub fn priority_classes_shared(&self) -> &Arc<BTreeMap<String, PriorityClassInfo>> {
+        &self.priority_classes
+    }
+
     /// Priority of a job (§2.4): its PriorityClass, else the global default class, else 0.
     pub fn job_priority(&self, class_name: &str) -> i32 {
         if let Some(pc) = self.priority_classes.get(class_name) {
