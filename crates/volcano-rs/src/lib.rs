@@ -8,10 +8,11 @@ pub mod daemon;
 pub mod go_flags;
 pub mod simulate;
 
-/// Every binary of this crate (the daemon, the simulator, the benchmarks) allocates with
+/// The daemon and the simulator (every binary that links this library) allocate with
 /// mimalloc. A session builds its tables afresh and drops them at close, thousands of small
-/// objects a time, from a pool thread while the async workers allocate for the watches: glibc's
-/// allocator spent about a tenth of the daemon's CPU under a steady stream sorting the chunks
-/// freed by the previous session (docs/benchmarks.md).
+/// objects a time, from a pool thread while the async workers allocate for the watches:
+/// glibc's allocator spent about a tenth of the daemon's CPU under a steady stream sorting the
+/// chunks freed by the previous session (docs/benchmarks.md). The engine's benchmark
+/// (`examples/bench_session`) does not link this library and runs on the system allocator.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
