@@ -105,27 +105,26 @@ impl<'a> PodGroupJobs<'a> {
     }
 }
 
-/// Steps an old list in key order beside a new one: `Some` when the entry at the cursor is the
-/// very same object; otherwise it steps over the old entries that sort before `key` (gone) and
-/// the one with `key` itself (replaced).
-fn same_or_step<'m, T, X>(
-    old: &'m [T],
+/// Steps an old list in key order beside a new one: the position of the old entry with `key`
+/// (over the ones before it, which are gone), and whether it is the very same object. The
+/// same object is looked for at the cursor first, without reading any key.
+fn step<T, X>(
+    old: &[T],
     at: &mut usize,
     object: &Arc<X>,
     key: &str,
     of: impl Fn(&T) -> (&Arc<X>, &str),
-) -> Option<&'m T> {
-    if let Some(o) = old.get(*at)
-        && Arc::ptr_eq(of(o).0, object)
-    {
+) -> Option<(usize, bool)> {
+    if old.get(*at).is_some_and(|o| Arc::ptr_eq(of(o).0, object)) {
         *at += 1;
-        return Some(o);
+        return Some((*at - 1, true));
     }
     while old.get(*at).is_some_and(|o| of(o).1 < key) {
         *at += 1;
     }
     if old.get(*at).is_some_and(|o| of(o).1 == key) {
         *at += 1;
+        return Some((*at - 1, false));
     }
     None
 }
@@ -200,15 +199,13 @@ pub(super) fn build_state(
     };
     let mut old_at = 0;
     for (pg, spec) in snapshot.pod_group_jobs() {
-        let was = same_or_step(old_jobs, &mut old_at, spec, &spec.uid, |j| {
+        // A replaced PodGroup (same uid, new object) keeps its job for the pods that link to
+        // it; only the same object keeps its queue and priority.
+        let old_job = step(old_jobs, &mut old_at, spec, &spec.uid, |j| {
             (&j.spec, j.spec.uid.as_str())
         });
-        let was_index = was.map(|_| old_at - 1).or_else(|| {
-            // A replaced PodGroup keeps its job for the pods that link to it by uid.
-            old_at
-                .checked_sub(1)
-                .filter(|&i| old_jobs[i].spec.uid == spec.uid)
-        });
+        let was_index = old_job.map(|(i, _)| i);
+        let was = old_job.filter(|&(_, same)| same).map(|(i, _)| &old_jobs[i]);
         let links = match was.filter(|_| same_job_links) {
             Some(w) => JobLinks {
                 spec: spec.clone(),
@@ -276,9 +273,11 @@ pub(super) fn build_state(
     let mut old_at = 0;
     let mut same_pods = 0;
     for spec in snapshot.pods() {
-        let was = same_or_step(old_tasks, &mut old_at, spec, &spec.key, |t| {
+        let was = step(old_tasks, &mut old_at, spec, &spec.key, |t| {
             (&t.spec, t.spec.key.as_str())
-        });
+        })
+        .filter(|&(_, same)| same)
+        .map(|(i, _)| &old_tasks[i]);
         same_pods += usize::from(was.is_some());
         let job = match &spec.job {
             JobLink::PodGroup(uid) => {
