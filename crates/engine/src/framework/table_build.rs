@@ -6,8 +6,9 @@
 //! under a steady stream rebuilds the tables of the whole cluster every session although only
 //! a few objects changed. So a build leaves its links in a [`TableMemo`], and the next build
 //! walks its snapshot beside them (both in key order): a pod or PodGroup that is the very same
-//! `Arc` as last time takes its links over, provided what they point into (the node table,
-//! the queues, the priority classes) is unchanged too; everything else is resolved by name.
+//! `Arc` as last time takes its links over, provided what they point into is unchanged too
+//! (the nodes' and the queues' names and order, the priority classes); everything else is
+//! resolved by name.
 //! The tables come out the same either way (the property test in `table_build/tests.rs`).
 
 use std::collections::BTreeMap;
@@ -22,7 +23,7 @@ use crate::model::node::NodeInfo;
 use crate::model::queue::{QueueInfo, QueueSpec};
 use crate::model::task::{JobLink, TaskInfo, TaskSpec};
 use crate::model::{JobId, JobInfo, JobSpec, NodeId, QueueId, TaskId};
-use crate::state::{NodeTable, PriorityClassInfo, Snapshot};
+use crate::state::{PriorityClassInfo, Snapshot};
 
 use super::decisions::{Decisions, Event, EventType, ObjectRef};
 use super::session_state::{SessionOptions, SessionState};
@@ -42,12 +43,17 @@ impl std::fmt::Debug for TableMemo {
             .field("tasks", &links.as_ref().map_or(0, |l| l.tasks.len()))
             .field("jobs", &links.as_ref().map_or(0, |l| l.jobs.len()))
             .field("same_pods", &links.as_ref().map_or(0, |l| l.same_pods))
+            .field("taken_jobs", &links.as_ref().map_or(0, |l| l.taken_jobs))
+            .field("taken_nodes", &links.as_ref().map_or(0, |l| l.taken_nodes))
             .finish()
     }
 }
 
 struct Links {
-    node_table: Arc<NodeTable>,
+    /// The node name index the node links point into (node tables whose nodes kept their
+    /// names and order share it: `state/node_table.rs`).
+    node_by_name: Arc<FxHashMap<String, NodeId>>,
+    /// The queues the queue links point into; only their names and order matter.
     queues: Vec<Arc<QueueSpec>>,
     priority_classes: Arc<BTreeMap<String, PriorityClassInfo>>,
     /// The jobs built from PodGroups, in uid order (their `JobId` order).
@@ -56,6 +62,9 @@ struct Links {
     tasks: Vec<TaskLinks>,
     /// How many pods of the build that left these links were the same as the build before.
     same_pods: usize,
+    /// Of those builds' jobs and pods, how many took their queue and node links over.
+    taken_jobs: usize,
+    taken_nodes: usize,
 }
 
 struct JobLinks {
@@ -167,12 +176,14 @@ pub(super) fn build_state(
         Some(l) => (
             l.jobs.as_slice(),
             l.tasks.as_slice(),
-            Arc::ptr_eq(&l.node_table, node_table),
+            Arc::ptr_eq(&l.node_by_name, &node_table.by_name),
+            // A queue's status changes every session that places a job in it; its jobs'
+            // links still hold while the queues keep their names and order.
             l.queues.len() == queues.len()
                 && l.queues
                     .iter()
                     .zip(&queues)
-                    .all(|(a, b)| Arc::ptr_eq(a, &b.spec))
+                    .all(|(a, b)| Arc::ptr_eq(a, &b.spec) || a.name == b.spec.name)
                 && Arc::ptr_eq(&l.priority_classes, snapshot.priority_classes_shared()),
         ),
         None => (&[][..], &[][..], false, false),
@@ -198,6 +209,7 @@ pub(super) fn build_state(
         },
     };
     let mut old_at = 0;
+    let mut taken_jobs = 0;
     for (pg, spec) in snapshot.pod_group_jobs() {
         // A replaced PodGroup (same uid, new object) keeps its job for the pods that link to
         // it; only the same object keeps its queue and priority.
@@ -207,12 +219,15 @@ pub(super) fn build_state(
         let was_index = old_job.map(|(i, _)| i);
         let was = old_job.filter(|&(_, same)| same).map(|(i, _)| &old_jobs[i]);
         let links = match was.filter(|_| same_job_links) {
-            Some(w) => JobLinks {
-                spec: spec.clone(),
-                queue: w.queue,
-                priority: w.priority,
-                class_missing: w.class_missing,
-            },
+            Some(w) => {
+                taken_jobs += 1;
+                JobLinks {
+                    spec: spec.clone(),
+                    queue: w.queue,
+                    priority: w.priority,
+                    class_missing: w.class_missing,
+                }
+            }
             None => {
                 let Some(&queue) = queue_by_name.get(&spec.queue_name) else {
                     tracing::debug!(pod_group = %spec.uid, queue = %spec.queue_name, "queue not found; job skipped");
@@ -272,6 +287,7 @@ pub(super) fn build_state(
     let mut task_links: Vec<TaskLinks> = Vec::with_capacity(snapshot.pod_count());
     let mut old_at = 0;
     let mut same_pods = 0;
+    let mut taken_nodes = 0;
     for spec in snapshot.pods() {
         let was = step(old_tasks, &mut old_at, spec, &spec.key, |t| {
             (&t.spec, t.spec.key.as_str())
@@ -306,7 +322,10 @@ pub(super) fn build_state(
         };
         // Finished pods hold no node resources (§5.6).
         let node = match (was.filter(|_| same_nodes), &spec.node_name) {
-            (Some(w), _) => w.node,
+            (Some(w), _) => {
+                taken_nodes += 1;
+                w.node
+            }
             (None, Some(n)) if !spec.status.is_completed() => node_by_name.get(n).copied(),
             (None, _) => None,
         };
@@ -329,12 +348,14 @@ pub(super) fn build_state(
     }
     drop(old);
     *memo.links.lock().unwrap_or_else(PoisonError::into_inner) = Some(Links {
-        node_table: Arc::clone(node_table),
+        node_by_name: Arc::clone(&node_table.by_name),
         queues: queues.iter().map(|q| q.spec.clone()).collect(),
         priority_classes: Arc::clone(snapshot.priority_classes_shared()),
         jobs: job_links,
         tasks: task_links,
         same_pods,
+        taken_jobs,
+        taken_nodes,
     });
 
     for job in &mut jobs {

@@ -119,6 +119,8 @@ pub struct ClusterState {
     /// Built on the first snapshot after the nodes or their load changed; shared by the
     /// snapshots taken since ([`ClusterState::node_table`]).
     node_table: OnceLock<Arc<NodeTable>>,
+    /// The node table the next build replaces (it shares its name index when it can).
+    replaced_node_table: Option<Arc<NodeTable>>,
 }
 
 /// A pod of ours waiting for a node.
@@ -179,13 +181,19 @@ impl ClusterState {
     pub fn node_table(&self) -> &Arc<NodeTable> {
         self.node_table.get_or_init(|| {
             let specs = self.nodes_in_order().into_iter().cloned().collect();
-            Arc::new(NodeTable::build(specs, |name| self.node_usage(name)))
+            Arc::new(NodeTable::build(
+                specs,
+                |name| self.node_usage(name),
+                self.replaced_node_table.as_deref(),
+            ))
         })
     }
 
     /// The nodes or their load changed: the next snapshot builds the node table again.
     fn nodes_changed(&mut self) {
-        self.node_table = OnceLock::new();
+        if let Some(table) = self.node_table.take() {
+            self.replaced_node_table = Some(table);
+        }
     }
 
     // ---- pods -------------------------------------------------------------------------------

@@ -27,23 +27,41 @@ pub struct NodeTable {
 }
 
 impl NodeTable {
+    /// `previous` is the table this one replaces: when the nodes kept their names and order
+    /// (a status update, a heartbeat), its name index is shared rather than built again, so
+    /// that whoever resolved names against it can tell (by pointer) that they still hold.
     pub(super) fn build(
         specs: Vec<Arc<NodeSpec>>,
         usage_of: impl Fn(&str) -> Option<NodeUsage>,
+        previous: Option<&NodeTable>,
     ) -> NodeTable {
-        let mut by_name = FxHashMap::default();
-        by_name.reserve(specs.len());
+        let same_names = previous.filter(|p| {
+            p.specs.len() == specs.len()
+                && p.specs
+                    .iter()
+                    .zip(&specs)
+                    .all(|(a, b)| Arc::ptr_eq(a, b) || a.name == b.name)
+        });
         let mut total_allocatable = Resource::empty();
         let mut usage = Vec::with_capacity(specs.len());
-        for (i, n) in specs.iter().enumerate() {
-            by_name.insert(n.name.clone(), NodeId::from_index(i));
+        for n in &specs {
             total_allocatable.add(&n.allocatable);
             usage.push(usage_of(&n.name));
         }
+        let by_name = match same_names {
+            Some(p) => Arc::clone(&p.by_name),
+            None => Arc::new(
+                specs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.name.clone(), NodeId::from_index(i)))
+                    .collect(),
+            ),
+        };
         NodeTable {
             specs,
             usage,
-            by_name: Arc::new(by_name),
+            by_name,
             total_allocatable,
         }
     }

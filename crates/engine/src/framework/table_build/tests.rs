@@ -209,6 +209,16 @@ fn check(changes: &[Change]) -> Result<usize, TestCaseError> {
             continue;
         };
         let snapshot = state.snapshot();
+        // The node table's name index, shared with the table it replaced when the names held,
+        // names its own nodes.
+        let table = snapshot.node_table();
+        prop_assert_eq!(table.by_name.len(), table.specs.len());
+        for (i, n) in table.specs.iter().enumerate() {
+            prop_assert_eq!(
+                table.by_name.get(&n.name).copied(),
+                Some(NodeId::from_index(i))
+            );
+        }
         let with = tables(&snapshot, &scheduler);
         let without = tables(&snapshot, &SessionOptions::default());
         prop_assert_eq!(with, without);
@@ -231,7 +241,8 @@ proptest! {
 
 /// The property above would hold trivially if nothing were ever taken over: a steady stream
 /// (one pod and its PodGroup more per session) must take over the links of the pods and
-/// PodGroups that did not change.
+/// PodGroups that did not change, also when the queue and the node were updated meanwhile
+/// (a status written, a heartbeat) without changing their names.
 #[test]
 fn a_steady_stream_takes_the_links_of_what_did_not_change_over() {
     let mut state = ClusterState::new(options());
@@ -240,6 +251,8 @@ fn a_steady_stream_takes_the_links_of_what_did_not_change_over() {
     }
     let scheduler = SessionOptions::default();
     for i in 0..5u8 {
+        apply(&mut state, &Change::Queue(0));
+        apply(&mut state, &Change::Node { i: 0, cpu: 64 });
         apply(
             &mut state,
             &Change::PodGroup {
@@ -287,6 +300,8 @@ fn a_steady_stream_takes_the_links_of_what_did_not_change_over() {
             usize::from(i),
             "every earlier pod taken over"
         );
+        assert_eq!(links.taken_nodes, usize::from(i), "node links taken over");
+        assert_eq!(links.taken_jobs, usize::from(i), "queue links taken over");
     }
 }
 
