@@ -55,6 +55,9 @@ pub struct ExecutorConfig {
     pub scheduler_name: String,
     /// Reporting instance of events (pod name or identity).
     pub instance: String,
+    /// How long a Queue's status rests after a write (the schedule period; see
+    /// [`status_queue`]).
+    pub queue_status_rest: Duration,
 }
 
 /// Executes decisions against the API server.
@@ -126,31 +129,61 @@ impl Executor {
             shared,
             limiter,
             metrics,
-            cfg,
             recent_events: Mutex::new(HashMap::new()),
             background: Mutex::new(tokio::task::JoinSet::new()),
             event_batches: Arc::new(AtomicUsize::new(0)),
-            status: Mutex::new(StatusQueue::default()),
+            status: Mutex::new(StatusQueue::with_queue_rest(cfg.queue_status_rest)),
+            cfg,
         }
     }
 
     /// Queues status writes (the newest decision per object wins) and starts workers to send
     /// them, at most `--bind-workers` at a time.
     fn queue_status_writes(self: &Arc<Self>, writes: impl IntoIterator<Item = StatusWrite>) {
-        let start = {
+        let now = tokio::time::Instant::now();
+        let (start, wake) = {
             let mut q = self.status.lock().unwrap_or_else(PoisonError::into_inner);
             for w in writes {
                 q.offer(w);
             }
             let room = self.cfg.bind_workers.max(1).saturating_sub(q.workers);
-            let start = q.takeable().min(room);
+            let start = q.takeable(now).min(room);
             q.workers += start;
-            start
+            (start, Self::wake_for_rest(&mut q, now))
         };
         for _ in 0..start {
             let me = Arc::clone(self);
             self.spawn_tracked(async move { me.send_status_writes().await });
         }
+        self.set_wake(wake);
+    }
+
+    /// When a write waits only for its object's rest to end, and no wake-up is set for that
+    /// yet: the time to set one for (and it counts as set).
+    fn wake_for_rest(
+        q: &mut StatusQueue,
+        now: tokio::time::Instant,
+    ) -> Option<tokio::time::Instant> {
+        if q.wake_set {
+            return None;
+        }
+        let at = q.rest_ends(now)?;
+        q.wake_set = true;
+        Some(at)
+    }
+
+    /// Starts the workers again when a rest ends (nothing else might: no session need follow).
+    fn set_wake(self: &Arc<Self>, at: Option<tokio::time::Instant>) {
+        let Some(at) = at else { return };
+        let me = Arc::clone(self);
+        self.spawn_tracked(async move {
+            tokio::time::sleep_until(at).await;
+            me.status
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .wake_set = false;
+            me.queue_status_writes([]);
+        });
     }
 
     /// A status worker: sends queued writes until none is left to take. It takes a write only
@@ -158,20 +191,25 @@ impl Executor {
     /// replace them and urgent ones go first, not in the rate limiter's line.
     async fn send_status_writes(self: Arc<Self>) {
         loop {
+            let now = tokio::time::Instant::now();
             if self
                 .status
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .has_waiting()
+                .any_takeable(now)
             {
                 self.limiter.acquire_for(WriteClass::Status).await;
             }
+            let now = tokio::time::Instant::now();
             let write = {
                 let mut q = self.status.lock().unwrap_or_else(PoisonError::into_inner);
-                match q.take() {
+                match q.take(now) {
                     Some(w) => w,
                     None => {
                         q.workers -= 1;
+                        let wake = Self::wake_for_rest(&mut q, now);
+                        drop(q);
+                        self.set_wake(wake);
                         return;
                     }
                 }
@@ -187,7 +225,7 @@ impl Executor {
             self.status
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .done(&write);
+                .done(&write, tokio::time::Instant::now());
         }
     }
 

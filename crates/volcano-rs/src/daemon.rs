@@ -506,6 +506,8 @@ fn build_executor(
                 .cloned()
                 .unwrap_or_else(|| "volcano-rs".into()),
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| identity.to_string()),
+            // Volcano writes a Queue's status at most once per session, so once per period.
+            queue_status_rest: args.schedule_period,
         },
     ))
 }

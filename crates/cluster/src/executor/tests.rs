@@ -291,6 +291,16 @@ fn fixture_limited(
     fence: Fence,
     limiter: RateLimiter,
 ) -> Fixture {
+    fixture_resting(bind_workers, pods, fence, limiter, Duration::ZERO)
+}
+
+fn fixture_resting(
+    bind_workers: usize,
+    pods: &[&str],
+    fence: Fence,
+    limiter: RateLimiter,
+    queue_status_rest: Duration,
+) -> Fixture {
     let mut state = ClusterState::new(StateOptions::default());
     for p in pods {
         state.upsert_pod(pod(p, None));
@@ -314,6 +324,7 @@ fn fixture_limited(
             bind_workers,
             scheduler_name: "volcano-rs".into(),
             instance: "volcano-rs-0".into(),
+            queue_status_rest,
         },
     ));
     Fixture {
@@ -852,6 +863,42 @@ async fn queue_status_patch_removes_resources_no_longer_allocated() {
         reqs[0].body["status"]["allocated"],
         json!({"cpu": "1", "memory": "0", "pods": null, "example.com/fpga": null})
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_queue_status_is_written_once_per_rest_with_the_newest_allocation() {
+    let rest = Duration::from_secs(1);
+    let f = fixture_resting(
+        4,
+        &[],
+        Fence::always(),
+        RateLimiter::new(10_000.0, 10_000),
+        rest,
+    );
+    f.shared.lock().upsert_queue(queue("q", None));
+    let path = "/apis/scheduling.volcano.sh/v1beta1/queues/q/status";
+    let decide = |pods: f64| Decisions {
+        queue_allocations: vec![QueueAllocation {
+            queue: "q".into(),
+            allocated: Resource::from_pairs(0.0, 0.0, &[("pods", pods)]),
+        }],
+        ..Decisions::default()
+    };
+    // Three sessions in quick succession, as under a stream of single pods.
+    for pods in [1.0, 2.0, 3.0] {
+        f.executor.write(decide(pods)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let patches = f.mock.matching(Method::PATCH, path);
+    assert_eq!(patches.len(), 1, "the later two wait for the rest");
+    assert_eq!(patches[0].body["status"]["allocated"]["pods"], "1");
+    // No session follows: the end of the rest alone sends the newest.
+    tokio::time::sleep(rest).await;
+    let patches = f.mock.matching(Method::PATCH, path);
+    assert_eq!(patches.len(), 2);
+    assert_eq!(patches[1].body["status"]["allocated"]["pods"], "3");
+    assert!(f.executor.drain(Duration::from_secs(5)).await);
+    assert_eq!(f.mock.matching(Method::PATCH, path).len(), 2);
 }
 
 // ---- (6) retries ------------------------------------------------------------------------------
