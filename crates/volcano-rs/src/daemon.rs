@@ -354,6 +354,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // Watchers.
     let (problems_tx, problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
     let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);
+    spawn_queues_while_syncing(&client, &args, &conf.current());
 
     // Leader election. The lease is released only after in-flight writes have drained, so a
     // standby never writes while we still do.
@@ -547,6 +548,22 @@ fn leader_config(args: &RunArgs, identity: &str) -> LeaderConfig {
         renew_deadline: args.leader_elect_renew_deadline,
         retry_period: args.leader_elect_retry_period,
     }
+}
+
+/// Makes the start-up queues while the caches sync rather than after them (the first session
+/// would wait for them, and the initial lists take most of a start). The scheduler ensures
+/// them again before its first session, without a request when its mirror shows them, so a
+/// failure here (a standby's writes are fenced) is only retried there.
+fn spawn_queues_while_syncing(client: &Client, args: &RunArgs, conf: &engine::conf::SchedulerConf) {
+    let wanted = cluster::scheduler::wanted_queues(&args.default_queue, conf);
+    let c = client.clone();
+    tokio::spawn(async move {
+        for (name, reclaimable) in wanted {
+            if let Err(e) = cluster::queues::ensure_queue(&c, &name, reclaimable).await {
+                tracing::debug!(queue = %name, error = %e, "start-up queue not made yet; the scheduler tries again");
+            }
+        }
+    });
 }
 
 /// Waits until every watch has listed once (or shutdown), then reports the caches synced.

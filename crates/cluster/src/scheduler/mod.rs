@@ -303,8 +303,7 @@ impl Scheduler {
         report::violations(&self.metrics, found);
         // Assumed and handed to the sink with no await in between: a cycle cancelled at
         // shutdown never leaves assumed binds unwritten.
-        self.sink.assume(&decisions);
-        let written = self.sink.write(decisions);
+        let written = self.sink.assume_and_write(decisions);
         // Once a period: sessions started early by new work must not each pay a pass over
         // the whole state, and what it finds is reported after a grace period anyway.
         if self
@@ -402,6 +401,11 @@ impl Scheduler {
         if !self.queues_ensured {
             self.queues_ensured = true;
             for (name, reclaimable) in wanted_queues(&self.default_queue, &current) {
+                // The mirror is synced: a queue it shows exists (the daemon may have made it
+                // while the caches synced).
+                if self.shared.lock().queue(&name).is_some() {
+                    continue;
+                }
                 if let Err(e) = self.sink.ensure_queue(&name, reclaimable).await {
                     tracing::warn!(queue = %name, error = %e, "could not ensure queue; retrying next cycle");
                     self.queues_ensured = false;

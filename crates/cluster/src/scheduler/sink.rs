@@ -22,6 +22,14 @@ pub trait WriteSink: Send + Sync {
     /// cancel the writes.
     fn write(&self, decisions: Decisions) -> BoxFuture<'static, ()>;
 
+    /// [`assume`](Self::assume), then [`write`](Self::write); a sink may start writing
+    /// before everything is assumed, but never a write before its own assumption, and all is
+    /// assumed when this returns.
+    fn assume_and_write(&self, decisions: Decisions) -> BoxFuture<'static, ()> {
+        self.assume(&decisions);
+        self.write(decisions)
+    }
+
     /// Publishes one event that is not part of a session (configuration outcomes, malformed
     /// objects the watches met).
     fn publish(&self, event: Event) -> BoxFuture<'static, ()>;

@@ -289,12 +289,22 @@ async fn queues_are_ensured_whenever_leadership_is_gained() {
     let mut f = fixture(ScriptedLeader::new(&[
         true, true, true, true, false, true, true,
     ]));
+    // Not (yet) in the mirror: the scheduler asks for it.
+    f.shared.lock().delete_queue("default");
     f.scheduler.run_cycle().await;
     f.scheduler.run_cycle().await;
     assert_eq!(f.sink.ensured(), [("default".to_string(), true)]);
     assert_eq!(f.scheduler.run_cycle().await, CycleOutcome::Standby);
     f.scheduler.run_cycle().await;
     assert_eq!(f.sink.ensured().len(), 2);
+}
+
+#[tokio::test]
+async fn a_queue_the_mirror_shows_is_not_asked_for() {
+    let mut f = fixture(ScriptedLeader::new(&[true, true]));
+    assert!(f.shared.lock().queue("default").is_some());
+    f.scheduler.run_cycle().await;
+    assert!(f.sink.ensured().is_empty());
 }
 
 /// A reload that turns hierarchy on ensures `root`; a refused one is published and the
@@ -314,6 +324,7 @@ async fn reloads_apply_from_the_next_cycle_and_refusals_keep_the_previous_config
     };
     let conf = ConfSource::load_with(Some(path.clone()), &known(&names), limits).expect("loads");
     let mut f = fixture_with(ScriptedLeader::new(&[true]), conf);
+    f.shared.lock().delete_queue("default");
     let (updates_tx, updates_rx) = watch::channel(Arc::new(SchedulerConf::embedded_default()));
     f.scheduler = f.scheduler.with_conf_updates(updates_tx);
     assert_eq!(updates_rx.borrow().actions, ["enqueue", "allocate"]);
