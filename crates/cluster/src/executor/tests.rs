@@ -375,6 +375,64 @@ fn pod_status(shared: &Shared, key: &str) -> (TaskStatus, Option<String>) {
 
 // ---- (1) binds ------------------------------------------------------------------------------
 
+/// A bind waits for the gate to show it assumed: none goes out before, exactly the first
+/// goes out once one is, and all once all are.
+#[tokio::test]
+async fn a_bind_waits_until_the_gate_shows_it_assumed() {
+    let names: Vec<String> = (0..5).map(|i| format!("p{i}")).collect();
+    let keys: Vec<&str> = names.iter().map(String::as_str).collect();
+    let f = fixture_with(8, &keys);
+    let binds: Vec<Bind> = names.iter().map(|n| bind(n, "n1")).collect();
+    let gate = Arc::new(AssumeGate::default());
+    let sent = || {
+        f.mock
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/binding"))
+            .count()
+    };
+    // Resolves at once: the binds run in the background.
+    f.executor
+        .write_with(Decisions::default(), Arc::new(binds), Some(gate.clone()))
+        .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(sent(), 0, "nothing assumed, nothing sent");
+    gate.advance(1);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(sent(), 1);
+    gate.advance(5);
+    assert!(f.executor.drain(Duration::from_secs(5)).await);
+    assert_eq!(sent(), 5);
+}
+
+/// Through the sink: everything assumed when the call returns, every bind sent, and each
+/// found its pod assumed when it arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assume_and_write_assumes_all_and_sends_all() {
+    let names: Vec<String> = (0..300).map(|i| format!("p{i}")).collect();
+    let keys: Vec<&str> = names.iter().map(String::as_str).collect();
+    let f = fixture_with(8, &keys);
+    let d = binds(names.iter().map(|n| bind(n, "n1")).collect());
+    let sink: Arc<dyn WriteSink> = Arc::new(f.executor.clone());
+    sink.assume_and_write(d).await;
+    assert_eq!(
+        f.shared.lock().assumed_count(),
+        names.len(),
+        "all assumed on return"
+    );
+    assert!(sink.drain(Duration::from_secs(10)).await);
+    let posts: Vec<Recorded> = f
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/binding"))
+        .collect();
+    assert_eq!(posts.len(), names.len());
+    for p in &posts {
+        assert_eq!(p.node_in_state.as_deref(), Some("n1"), "{}", p.path);
+    }
+}
+
 #[tokio::test]
 async fn successful_bind_posts_binding_keeps_assumption_and_reports_scheduled() {
     let f = fixture(&["p"]);

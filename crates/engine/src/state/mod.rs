@@ -123,6 +123,45 @@ pub struct ClusterState {
     replaced_node_table: Option<Arc<NodeTable>>,
 }
 
+/// A pod as observed, to assume a bind of (see [`ClusterState::bind_source`]).
+pub struct BindSource {
+    observed: Arc<TaskSpec>,
+    default_queue: String,
+}
+
+/// A bind's assumed pod, made from the pod as observed.
+pub struct AssumedBind {
+    observed: Arc<TaskSpec>,
+    assumed: TaskSpec,
+    node: String,
+    annotations: BTreeMap<String, String>,
+}
+
+impl BindSource {
+    /// The pod bound to `node` with the bind's annotations (the state is not touched).
+    pub fn prepare(self, node: &str, annotations: &BTreeMap<String, String>) -> AssumedBind {
+        let mut pod = (*self.observed.pod).clone();
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        if !annotations.is_empty() {
+            pod.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        // Binding, as in Volcano's cache until the watch shows the pod bound: it holds its
+        // node's capacity, cannot be preempted, and does not yet count as scheduled for the
+        // PodGroup's phase (spec/framework.md §2.7.1), so Running follows the binds.
+        let mut assumed = TaskSpec::from_pod(Arc::new(pod), true, &self.default_queue);
+        assumed.status = crate::model::TaskStatus::Binding;
+        AssumedBind {
+            observed: self.observed,
+            assumed,
+            node: node.to_string(),
+            annotations: annotations.clone(),
+        }
+    }
+}
+
 /// A pod of ours waiting for a node.
 fn waits(spec: &TaskSpec) -> bool {
     spec.ours && spec.status == crate::model::TaskStatus::Pending
@@ -271,25 +310,41 @@ impl ClusterState {
         node: &str,
         annotations: &BTreeMap<String, String>,
     ) -> bool {
-        let Some(spec) = self.pods.get(key) else {
+        let Some(source) = self.bind_source(key) else {
             return false;
         };
-        let observed = spec.pod.clone();
-        let mut pod = (*observed).clone();
-        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
-        if !annotations.is_empty() {
-            pod.metadata
-                .annotations
-                .get_or_insert_with(BTreeMap::new)
-                .extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let prepared = source.prepare(node, annotations);
+        self.install_assumed_bind(key, prepared)
+    }
+
+    /// What assuming a bind starts from (cheap to take): copying the pod is most of the cost
+    /// of [`ClusterState::assume_bind_annotated`], and a caller can do that for many binds
+    /// ([`BindSource::prepare`]) without holding whatever guards the state, then
+    /// [`install`](ClusterState::install_assumed_bind) them. `None` when the pod is gone.
+    pub fn bind_source(&self, key: &str) -> Option<BindSource> {
+        Some(BindSource {
+            observed: Arc::clone(self.pods.get(key)?),
+            default_queue: self.default_queue().to_string(),
+        })
+    }
+
+    /// Records a prepared bind. When the pod changed since it was prepared, it is prepared
+    /// again from what the state shows now. False when the pod is gone.
+    pub fn install_assumed_bind(&mut self, key: &str, prepared: AssumedBind) -> bool {
+        let AssumedBind {
+            observed,
+            assumed,
+            node,
+            annotations,
+        } = prepared;
+        let Some(now) = self.pods.get(key) else {
+            return false;
+        };
+        if !Arc::ptr_eq(now, &observed) {
+            return self.assume_bind_annotated(key, &node, &annotations);
         }
-        Arc::make_mut(&mut self.assumed).insert(key.to_string(), observed);
-        // Binding, as in Volcano's cache until the watch shows the pod bound: it holds its
-        // node's capacity, cannot be preempted, and does not yet count as scheduled for the
-        // PodGroup's phase (spec/framework.md §2.7.1), so Running follows the binds.
-        let mut spec = TaskSpec::from_pod(Arc::new(pod), true, self.default_queue());
-        spec.status = crate::model::TaskStatus::Binding;
-        Arc::make_mut(&mut self.pods).insert(key.to_string(), Arc::new(spec));
+        Arc::make_mut(&mut self.assumed).insert(key.to_string(), observed.pod.clone());
+        Arc::make_mut(&mut self.pods).insert(key.to_string(), Arc::new(assumed));
         true
     }
 

@@ -124,6 +124,70 @@ fn assumed_bind_survives_stale_updates_and_rolls_back() {
     assert_eq!(s.observed_objects().pods.len(), 1);
 }
 
+/// A bind prepared outside the state's guard is recorded as if assumed at once; when the pod
+/// changed in between, it is assumed from the pod as it is now; when it is gone, not at all.
+#[test]
+fn a_prepared_bind_is_assumed_from_the_pod_as_it_is_when_recorded() {
+    let mut s = ClusterState::new(StateOptions::default());
+    s.upsert_node(node("n1", json!({})));
+    s.upsert_pod(pod("a", "volcano-rs", None, "Pending"));
+    s.upsert_pod(pod("b", "volcano-rs", None, "Pending"));
+    s.upsert_pod(pod("c", "volcano-rs", None, "Pending"));
+    let annotations: BTreeMap<String, String> = [("k".to_string(), "v".to_string())].into();
+    let prepare =
+        |s: &ClusterState, key: &str| s.bind_source(key).expect("pod").prepare("n1", &annotations);
+    let (a, b, c) = (
+        prepare(&s, "ns/a"),
+        prepare(&s, "ns/b"),
+        prepare(&s, "ns/c"),
+    );
+    // Meanwhile b gains a label and c is deleted.
+    let mut changed = pod("b", "volcano-rs", None, "Pending");
+    changed.metadata.labels = Some([("new".to_string(), "label".to_string())].into());
+    s.upsert_pod(changed);
+    s.delete_pod("ns", "c");
+
+    assert!(s.install_assumed_bind("ns/a", a));
+    assert!(s.install_assumed_bind("ns/b", b));
+    assert!(!s.install_assumed_bind("ns/c", c));
+    assert_eq!(s.assumed_count(), 2);
+    for key in ["ns/a", "ns/b"] {
+        let p = s.pod(key).expect("pod");
+        assert_eq!(p.status, crate::model::TaskStatus::Binding, "{key}");
+        assert_eq!(p.node_name.as_deref(), Some("n1"), "{key}");
+        let meta = &p.pod.metadata;
+        assert_eq!(
+            meta.annotations
+                .as_ref()
+                .and_then(|a| a.get("k"))
+                .map(String::as_str),
+            Some("v")
+        );
+    }
+    let b = s.pod("ns/b").expect("b");
+    assert_eq!(
+        b.pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("new"))
+            .map(String::as_str),
+        Some("label"),
+        "assumed from the pod as it is now"
+    );
+    // A failed bind rolls back to the pod as observed, with its label.
+    s.rollback_bind("ns/b");
+    let b = s.pod("ns/b").expect("b");
+    assert_eq!(b.node_name, None);
+    assert!(
+        b.pod
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("new"))
+    );
+}
+
 #[test]
 fn assumed_eviction_keeps_the_pod_releasing_until_the_deletion_is_seen() {
     let mut s = ClusterState::new(StateOptions::default());
