@@ -191,8 +191,10 @@ pub(super) fn build_state(
 
     // Jobs from PodGroups whose queue exists (§2.4). Volcano skips the others silently; we
     // also say why on the PodGroup (the executor publishes an identical event once).
-    let mut jobs: Vec<JobInfo> = Vec::new();
-    let mut job_links: Vec<JobLinks> = Vec::new();
+    // Sized for the PodGroups (one-pod jobs come after): a job is large, and growing the
+    // table copied it several times a session.
+    let mut jobs: Vec<JobInfo> = Vec::with_capacity(snapshot.pod_group_count());
+    let mut job_links: Vec<JobLinks> = Vec::with_capacity(snapshot.pod_group_count());
     // Jobs with a network-topology constraint or sub-group policies, for `install_topology`
     // (looking for them afterwards would touch every job's spec again).
     let mut with_topology: Vec<JobId> = Vec::new();

@@ -562,6 +562,10 @@ impl ClusterState {
     }
 
     /// Each PodGroup with the job spec built from it.
+    pub fn pod_group_count(&self) -> usize {
+        self.pod_groups.len()
+    }
+
     pub fn pod_group_jobs(&self) -> impl Iterator<Item = (&Arc<PodGroup>, &Arc<JobSpec>)> {
         self.pod_groups.values().map(|e| (&e.object, &e.job))
     }
