@@ -14,9 +14,10 @@
 //! 4. **steady**: a single-pod job every 1/rate seconds for a while, with the daemon running:
 //!    create → bind latency (the create call's return to the watch seeing `nodeName`).
 //!
-//! For each phase with the daemon: its CPU seconds (`/proc/<pid>/stat`), its peak RSS (VmHWM,
-//! reset at the phase's start through `clear_refs`) and its sessions that decided something or
-//! nothing (`volcano_sessions_total`). Prints a table and one JSON document.
+//! For each phase with the daemon: its CPU seconds (`/proc/<pid>/stat`), its peak RSS (VmHWM)
+//! and its sessions that decided something or nothing (`volcano_sessions_total`), over the
+//! daemon's whole life for the phases that start it, and from the phase's start (peak RSS reset
+//! through `clear_refs`) for the steady one. Prints a table and one JSON document.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -183,6 +184,17 @@ struct Meter {
 }
 
 impl Meter {
+    /// From the daemon's start: its whole life so far is the phase's (the start-up, the
+    /// initial lists and a first session that may run before any figure could be read).
+    fn from_start(daemon: &Daemon) -> Meter {
+        Meter {
+            pid: daemon.pid(),
+            cpu: Some(0.0),
+            sessions: (0.0, 0.0),
+        }
+    }
+
+    /// From now on, for a daemon already running.
     async fn start(daemon: &Daemon) -> Meter {
         reset_peak_rss(daemon.pid());
         Meter {
@@ -350,7 +362,7 @@ async fn backlog(
     .await?;
     let start = Instant::now();
     let mut daemon = start_daemon(ctx).await?;
-    let meter = Meter::start(&daemon).await;
+    let meter = Meter::from_start(&daemon);
     let total = groups * size;
     let deadline = start + Duration::from_secs(600);
     loop {
