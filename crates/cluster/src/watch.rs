@@ -7,8 +7,9 @@
 //! object we held that the new list no longer contains is deleted, so nothing is double
 //! counted and nothing deleted while we were disconnected lingers.
 //!
-//! PodGroups and Queues are read as untyped objects and converted one by one, so a single
-//! malformed object is skipped with a warning and an event instead of failing the whole list.
+//! PodGroups and Queues are read one by one ([`Read`]): typed, or, for a malformed object, its
+//! identity and the error, so a single malformed object is skipped with a warning and an event
+//! instead of failing the whole list.
 //! A Queue whose values the engine does not use as given (a negative capability, unusable HDRF
 //! weights: `engine::model::queue::value_problems`) is kept, with a warning and an
 //! `InvalidValue` event per distinct problem: not again at a relist or a status update.
@@ -28,7 +29,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
-use kube::api::{ApiResource, DynamicObject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -37,7 +38,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::shared::Shared;
 
+mod read;
 mod watched_pod;
+pub use read::Read;
 pub use watched_pod::WatchedPod;
 
 /// An object kind the state mirrors.
@@ -452,17 +455,17 @@ where
         .map(|r| r.map(|ev| ev.modify(|o| o.managed_fields_mut().clear())))
 }
 
-/// A watch of a custom resource read as untyped objects, converted one by one; objects that
-/// do not parse are reported on `problems` and skipped (treated as absent).
+/// A watch of a custom resource whose objects are each read typed or reported: objects that
+/// do not parse are reported on `problems` and skipped (treated as absent; [`Read`]).
 pub fn untyped_stream<K>(
     client: Client,
     problems: UnboundedSender<SchedEvent>,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
 where
-    K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
+    K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
+    K: Send + 'static,
 {
-    let ar = ApiResource::erase::<K>(&());
-    let api: Api<DynamicObject> = Api::all_with(client, &ar);
+    let api: Api<Read<K>> = Api::all(client);
     let mut reported = ReportedProblems::default();
     watcher::watcher(api, watcher::Config::default())
         .backoff(WatchBackoff::default())
@@ -475,14 +478,14 @@ where
         })
 }
 
-/// A Warning event on the object `o` of kind `K`.
-fn object_event<K: Mirrored>(o: &DynamicObject, reason: &str, message: String) -> SchedEvent {
+/// A Warning event on the object of kind `K` with this metadata.
+fn object_event<K: Mirrored>(meta: &ObjectMeta, reason: &str, message: String) -> SchedEvent {
     SchedEvent {
         object: ObjectRef {
             kind: <K as Mirrored>::KIND,
-            namespace: o.namespace(),
-            name: o.name_any(),
-            uid: o.uid().unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
         },
         type_: EventType::Warning,
         reason: reason.to_string(),
@@ -490,118 +493,81 @@ fn object_event<K: Mirrored>(o: &DynamicObject, reason: &str, message: String) -
     }
 }
 
-/// Reports the value problems of a converted object that were not reported before.
-fn report_values<K: Mirrored + ValueCheck>(
+/// Reports the value problems of an object that were not reported before.
+fn report_values<K: Mirrored + ValueCheck + Resource>(
     k: &K,
-    o: &DynamicObject,
     problems: &UnboundedSender<SchedEvent>,
     reported: &mut ReportedProblems,
 ) {
     let key = k.state_key();
-    let uid = o.uid().unwrap_or_default();
+    let uid = k.meta().uid.clone().unwrap_or_default();
     for problem in reported.fresh(&key, &uid, k.value_problems()) {
         tracing::warn!(kind = <K as Mirrored>::KIND, name = %key, "{} {key} {problem}", <K as Mirrored>::KIND);
-        let _ = problems.send(object_event::<K>(o, "InvalidValue", problem));
+        let _ = problems.send(object_event::<K>(k.meta(), "InvalidValue", problem));
     }
 }
 
-/// Splits an untyped object into its identity (types and metadata, without managed fields, for
-/// the events about it) and the JSON of the whole object, moving its body rather than copying it.
-fn into_typed_value(o: DynamicObject) -> (DynamicObject, Result<serde_json::Value, String>) {
-    let DynamicObject {
-        types,
-        mut metadata,
-        data,
-    } = o;
-    metadata.managed_fields = None;
-    let shell = DynamicObject {
-        types,
-        metadata,
-        data: serde_json::Value::Null,
-    };
-    let mut map = match data {
-        serde_json::Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
-    let value = serde_json::to_value(&shell.metadata)
-        .map(|meta| {
-            map.insert("metadata".into(), meta);
-            if let Some(t) = &shell.types {
-                map.insert("apiVersion".into(), t.api_version.clone().into());
-                map.insert("kind".into(), t.kind.clone().into());
-            }
-            serde_json::Value::Object(map)
-        })
-        .map_err(|e| e.to_string());
-    (shell, value)
+/// A stand-in of kind `K` with only the name and namespace of `meta`, to delete by key.
+fn stand_in<K: Resource<DynamicType = ()> + Mirrored + DeserializeOwned>(
+    meta: &ObjectMeta,
+) -> Option<K> {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": <K as Mirrored>::KIND,
+        "metadata": {"name": meta.name, "namespace": meta.namespace},
+        "spec": {}
+    }))
+    .ok()
 }
 
-/// Converts an untyped event. A malformed `Apply` becomes a `Delete` of that key (the object is
-/// no longer trusted); a malformed `InitApply` is dropped (the relist then forgets it).
+/// Takes a watch event's objects as read. A malformed `Apply` becomes a `Delete` of that key
+/// (the object is no longer trusted); a malformed `InitApply` is dropped (the relist then
+/// forgets it).
 fn convert_event<K>(
-    ev: Event<DynamicObject>,
+    ev: Event<Read<K>>,
     problems: &UnboundedSender<SchedEvent>,
     reported: &mut ReportedProblems,
 ) -> Option<Event<K>>
 where
     K: Mirrored + ValueCheck + Resource<DynamicType = ()> + DeserializeOwned,
 {
-    let convert = |o: DynamicObject| -> (DynamicObject, Result<K, String>) {
-        let (shell, value) = into_typed_value(o);
-        let typed = value.and_then(|v| serde_json::from_value::<K>(v).map_err(|e| e.to_string()));
-        (shell, typed)
-    };
-    let report = |o: &DynamicObject, err: &str| {
-        let name = o.name_any();
+    let report = |meta: &ObjectMeta, err: &str| {
+        let name = meta.name.clone().unwrap_or_default();
         tracing::warn!(kind = <K as Mirrored>::KIND, name = %name, error = %err, "malformed object skipped");
         let message = format!("volcano-rs ignores this {}: {err}", <K as Mirrored>::KIND);
-        let _ = problems.send(object_event::<K>(o, "FailedParse", message));
+        let _ = problems.send(object_event::<K>(meta, "FailedParse", message));
+    };
+    // What the scheduler never reads and what costs the most memory.
+    let typed = |mut k: K| {
+        k.meta_mut().managed_fields = None;
+        k
+    };
+    let mut accept = |k: K| {
+        let k = typed(k);
+        report_values(&k, problems, reported);
+        k
     };
     match ev {
         Event::Init => Some(Event::Init),
         Event::InitDone => Some(Event::InitDone),
-        Event::InitApply(o) => match convert(o) {
-            (o, Ok(k)) => {
-                report_values(&k, &o, problems, reported);
-                Some(Event::InitApply(k))
-            }
-            (o, Err(e)) => {
-                report(&o, &e);
-                None
-            }
-        },
-        Event::Apply(o) => match convert(o) {
-            (o, Ok(k)) => {
-                report_values(&k, &o, problems, reported);
-                Some(Event::Apply(k))
-            }
-            (o, Err(e)) => {
-                report(&o, &e);
-                // Forget the last good version: keep a minimal stand-in object to delete by key.
-                let stub: Option<K> = serde_json::from_value(serde_json::json!({
-                    "apiVersion": K::api_version(&()),
-                    "kind": <K as Mirrored>::KIND,
-                    "metadata": {"name": o.name_any(), "namespace": o.namespace()},
-                    "spec": {}
-                }))
-                .ok();
-                stub.map(Event::Delete)
-            }
-        },
-        Event::Delete(o) => match convert(o) {
-            (_, Ok(k)) => {
-                reported.forget(&k.state_key());
-                Some(Event::Delete(k))
-            }
-            (o, Err(_)) => serde_json::from_value::<K>(serde_json::json!({
-                "apiVersion": K::api_version(&()),
-                "kind": <K as Mirrored>::KIND,
-                "metadata": {"name": o.name_any(), "namespace": o.namespace()},
-                "spec": {}
-            }))
-            .ok()
-            .map(Event::Delete),
-        },
+        Event::InitApply(Read::Typed(k)) => Some(Event::InitApply(accept(k))),
+        Event::InitApply(Read::Malformed { shell, error }) => {
+            report(&shell.metadata, &error);
+            None
+        }
+        Event::Apply(Read::Typed(k)) => Some(Event::Apply(accept(k))),
+        Event::Apply(Read::Malformed { shell, error }) => {
+            report(&shell.metadata, &error);
+            // Forget the last good version: a minimal stand-in object deletes it by key.
+            stand_in::<K>(&shell.metadata).map(Event::Delete)
+        }
+        Event::Delete(Read::Typed(k)) => {
+            reported.forget(&k.state_key());
+            Some(Event::Delete(typed(k)))
+        }
+        Event::Delete(Read::Malformed { shell, .. }) => {
+            stand_in::<K>(&shell.metadata).map(Event::Delete)
+        }
     }
 }
 

@@ -79,8 +79,9 @@ fn delete_event_removes_and_the_pod_watch_drops_managed_fields() {
     assert_eq!(s.lock().pod_count(), 0);
 }
 
-fn dynamic(v: serde_json::Value) -> DynamicObject {
-    serde_json::from_value(v).expect("dynamic object")
+/// An object as a watch reads it: from the text of its JSON, as the event carries it.
+fn dynamic<K: serde::de::DeserializeOwned>(v: serde_json::Value) -> Read<K> {
+    serde_json::from_str(&v.to_string()).expect("an object with metadata")
 }
 
 #[test]
@@ -111,6 +112,31 @@ fn malformed_pod_group_is_skipped_with_an_event() {
     );
 }
 
+/// A PodGroup is read typed straight from its JSON, without its managed fields; JSON that is
+/// not even an object with metadata fails the event's decoding (the watch reports and retries).
+#[test]
+fn a_pod_group_is_read_typed_without_managed_fields() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut reported = ReportedProblems::default();
+    let read: Read<PodGroup> = dynamic(json!({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "ns", "managedFields": [
+            {"manager": "volcano-rs", "operation": "Update", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:status": {"f:phase": {}}}}
+        ]},
+        "spec": {"minMember": 3, "queue": "q"}
+    }));
+    assert!(matches!(read, Read::Typed(_)));
+    let ev = convert_event::<PodGroup>(Event::Apply(read), &tx, &mut reported);
+    let Some(Event::Apply(pg)) = ev else {
+        panic!("a typed apply: {ev:?}")
+    };
+    assert_eq!(pg.spec.min_member, 3);
+    assert_eq!(pg.metadata.managed_fields, None);
+    assert!(rx.try_recv().is_err(), "nothing to report");
+    assert!(serde_json::from_str::<Read<PodGroup>>("[1, 2]").is_err());
+}
+
 #[test]
 fn queue_mirror_uses_names_as_keys() {
     let s = shared();
@@ -124,7 +150,7 @@ fn queue_mirror_uses_names_as_keys() {
     assert!(s.lock().queue("q1").is_none());
 }
 
-fn queue_object(uid: &str, capability: serde_json::Value) -> DynamicObject {
+fn queue_object(uid: &str, capability: serde_json::Value) -> Read<Queue> {
     dynamic(json!({
         "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
         "metadata": {"name": "q1", "uid": uid},
