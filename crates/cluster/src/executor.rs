@@ -336,23 +336,13 @@ impl Executor {
     /// Marks every decided bind as done in the shared state. Call it right after the session
     /// closes, before the next session can take a snapshot.
     pub fn assume(&self, decisions: &Decisions) {
-        Self::assume_binds(&mut self.shared.lock(), &decisions.binds);
+        self.assume_batch(&decisions.binds);
         self.assume_others(decisions);
     }
 
-    fn assume_binds(state: &mut engine::state::ClusterState, binds: &[Bind]) {
-        for b in binds {
-            if !state.assume_bind_annotated(&b.pod, &b.node, &b.annotations) {
-                tracing::debug!(pod = %b.pod, "pod gone before its bind was assumed");
-                continue;
-            }
-            volumes::assume(state, &b.volumes);
-        }
-    }
-
-    /// [`Executor::assume_binds`] holding the state's lock only to look the pods up and to
-    /// record them: the copies are made in between, so the watches and the binds already sent
-    /// are not held up by a large session's.
+    /// Assumes these binds, holding the state's lock only to look the pods up and to record
+    /// them: the copies are made in between, so the watches and the binds already sent are not
+    /// held up by a large session's.
     fn assume_batch(&self, batch: &[Bind]) {
         let sources: Vec<Option<BindSource>> = {
             let state = self.shared.lock();
@@ -365,7 +355,7 @@ impl Executor {
             .collect();
         let mut state = self.shared.lock();
         for (p, b) in prepared.into_iter().zip(batch) {
-            if !p.is_some_and(|p| state.install_assumed_bind(&b.pod, p)) {
+            if !p.is_some_and(|p| state.install_assumed_bind(&b.pod, p, &b.node, &b.annotations)) {
                 tracing::debug!(pod = %b.pod, "pod gone before its bind was assumed");
                 continue;
             }

@@ -133,8 +133,6 @@ pub struct BindSource {
 pub struct AssumedBind {
     observed: Arc<TaskSpec>,
     assumed: TaskSpec,
-    node: String,
-    annotations: BTreeMap<String, String>,
 }
 
 impl BindSource {
@@ -156,8 +154,6 @@ impl BindSource {
         AssumedBind {
             observed: self.observed,
             assumed,
-            node: node.to_string(),
-            annotations: annotations.clone(),
         }
     }
 }
@@ -314,7 +310,7 @@ impl ClusterState {
             return false;
         };
         let prepared = source.prepare(node, annotations);
-        self.install_assumed_bind(key, prepared)
+        self.install_assumed_bind(key, prepared, node, annotations)
     }
 
     /// What assuming a bind starts from (cheap to take): copying the pod is most of the cost
@@ -328,20 +324,22 @@ impl ClusterState {
         })
     }
 
-    /// Records a prepared bind. When the pod changed since it was prepared, it is prepared
-    /// again from what the state shows now. False when the pod is gone.
-    pub fn install_assumed_bind(&mut self, key: &str, prepared: AssumedBind) -> bool {
-        let AssumedBind {
-            observed,
-            assumed,
-            node,
-            annotations,
-        } = prepared;
+    /// Records a bind prepared with this node and these annotations. When the pod changed
+    /// since it was prepared, it is prepared again from what the state shows now. False when
+    /// the pod is gone.
+    pub fn install_assumed_bind(
+        &mut self,
+        key: &str,
+        prepared: AssumedBind,
+        node: &str,
+        annotations: &BTreeMap<String, String>,
+    ) -> bool {
+        let AssumedBind { observed, assumed } = prepared;
         let Some(now) = self.pods.get(key) else {
             return false;
         };
         if !Arc::ptr_eq(now, &observed) {
-            return self.assume_bind_annotated(key, &node, &annotations);
+            return self.assume_bind_annotated(key, node, annotations);
         }
         Arc::make_mut(&mut self.assumed).insert(key.to_string(), observed.pod.clone());
         Arc::make_mut(&mut self.pods).insert(key.to_string(), Arc::new(assumed));
@@ -561,11 +559,11 @@ impl ClusterState {
         self.pod_groups.iter().map(|(k, e)| (k, &e.object))
     }
 
-    /// Each PodGroup with the job spec built from it.
     pub fn pod_group_count(&self) -> usize {
         self.pod_groups.len()
     }
 
+    /// Each PodGroup with the job spec built from it.
     pub fn pod_group_jobs(&self) -> impl Iterator<Item = (&Arc<PodGroup>, &Arc<JobSpec>)> {
         self.pod_groups.values().map(|e| (&e.object, &e.job))
     }

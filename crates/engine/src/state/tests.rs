@@ -147,9 +147,9 @@ fn a_prepared_bind_is_assumed_from_the_pod_as_it_is_when_recorded() {
     s.upsert_pod(changed);
     s.delete_pod("ns", "c");
 
-    assert!(s.install_assumed_bind("ns/a", a));
-    assert!(s.install_assumed_bind("ns/b", b));
-    assert!(!s.install_assumed_bind("ns/c", c));
+    assert!(s.install_assumed_bind("ns/a", a, "n1", &annotations));
+    assert!(s.install_assumed_bind("ns/b", b, "n1", &annotations));
+    assert!(!s.install_assumed_bind("ns/c", c, "n1", &annotations));
     assert_eq!(s.assumed_count(), 2);
     for key in ["ns/a", "ns/b"] {
         let p = s.pod(key).expect("pod");
