@@ -98,7 +98,8 @@ impl StatusQueue {
 
     /// Whether a write for `key` may be taken at `now`: none in flight, and not resting.
     fn free(&self, key: &Key, now: Instant) -> bool {
-        !self.in_flight.contains(key) && self.resting.get(key).is_none_or(|until| *until <= now)
+        !self.in_flight.contains(key)
+            && (self.resting.is_empty() || self.resting.get(key).is_none_or(|until| *until <= now))
     }
 
     /// Takes the oldest waiting write whose object has no write in flight and does not rest,
@@ -146,12 +147,13 @@ impl StatusQueue {
     /// When the first rest of an object with a write waiting ends, if one rests after `now`
     /// (nothing else would take that write then: a wake-up must be set for it).
     pub(crate) fn rest_ends(&self, now: Instant) -> Option<Instant> {
-        self.urgent
+        // Few objects rest (the queues): look at them, not at every waiting write.
+        self.resting
             .iter()
-            .chain(&self.order)
-            .filter(|k| !self.in_flight.contains(*k))
-            .filter_map(|k| self.resting.get(k).copied())
-            .filter(|until| *until > now)
+            .filter(|(k, until)| {
+                **until > now && self.latest.contains_key(*k) && !self.in_flight.contains(*k)
+            })
+            .map(|(_, until)| *until)
             .min()
     }
 
