@@ -457,7 +457,7 @@ where
 
 /// A watch of a custom resource whose objects are each read typed or reported: objects that
 /// do not parse are reported on `problems` and skipped (treated as absent; [`Read`]).
-pub fn untyped_stream<K>(
+pub fn read_stream<K>(
     client: Client,
     problems: UnboundedSender<SchedEvent>,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>>
@@ -587,11 +587,11 @@ pub fn spawn_all(
             shared.clone(),
         )),
         tokio::spawn(run_mirror(
-            untyped_stream::<PodGroup>(client.clone(), problems.clone()),
+            read_stream::<PodGroup>(client.clone(), problems.clone()),
             shared.clone(),
         )),
         tokio::spawn(run_mirror(
-            untyped_stream::<Queue>(client.clone(), problems.clone()),
+            read_stream::<Queue>(client.clone(), problems.clone()),
             shared.clone(),
         )),
         tokio::spawn(run_mirror(
@@ -627,12 +627,12 @@ pub fn spawn_all(
             shared.clone(),
         )),
         tokio::spawn(run_mirror_of(
-            untyped_stream::<Numatopology>(client.clone(), problems.clone()),
+            read_stream::<Numatopology>(client.clone(), problems.clone()),
             shared.clone(),
             Presence::Optional,
         )),
         tokio::spawn(run_mirror_of(
-            untyped_stream::<HyperNode>(client, problems),
+            read_stream::<HyperNode>(client, problems),
             shared,
             Presence::Optional,
         )),
