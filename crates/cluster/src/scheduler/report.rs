@@ -15,11 +15,21 @@ use crate::shared::Shared;
 
 /// Queues and jobs reported by the previous session, to delete the series of those that are
 /// gone and to leave alone the series whose figures did not change.
+///
+/// A session reports every job, so this is read once per job per session. The jobs are kept by
+/// the address of the spec they were last reported with: a job whose PodGroup did not change
+/// since is found by that address alone, without reading its uid (hashing and comparing every
+/// job's uid was most of the loop thread's work among a thousand running jobs). The spec is
+/// held, so the address cannot be reused while it is a key. Only a new job, or a new version
+/// of a PodGroup, is looked up by uid.
 #[derive(Default)]
 pub(super) struct SeenSeries {
     queues: BTreeSet<String>,
-    /// By job uid: the figures last reported (without the session's retry and placements).
-    jobs: FxHashMap<String, SeenJob>,
+    /// By the address of `SeenJob::last.job`: the figures last reported (without the
+    /// session's retry and placements).
+    jobs: FxHashMap<usize, SeenJob>,
+    /// Job uid → its key in `jobs`.
+    by_uid: FxHashMap<String, usize>,
     /// Counts sessions; a job reported in this one carries its number ([`SeenJob::reported_in`]).
     session: u64,
 }
@@ -34,12 +44,18 @@ struct SeenJob {
     reported_in: u64,
 }
 
+fn spec_key(m: &JobMetrics) -> usize {
+    std::sync::Arc::as_ptr(&m.job) as usize
+}
+
 /// The job's gauges would be set to what they hold.
 fn same_series(last: &JobMetrics, m: &JobMetrics) -> bool {
+    same_figures(last, m) && same_labels(last, m) && last.creation() == m.creation()
+}
+
+fn same_figures(last: &JobMetrics, m: &JobMetrics) -> bool {
     last.figures.unschedule_task_count == m.figures.unschedule_task_count
         && last.figures.share == m.figures.share
-        && same_labels(last, m)
-        && last.creation() == m.creation()
 }
 
 /// The same namespace, name and queue; a job's shared spec is compared by pointer first.
@@ -89,28 +105,72 @@ pub(super) fn record_decisions(
     now: Timestamp,
 ) {
     seen.session += 1;
-    let session = seen.session;
-    // One lookup per job: whether its series already hold these figures, and a mark that
-    // it is still reported.
     let unchanged: Vec<bool> = decisions
         .job_metrics
         .iter()
-        .map(|m| match seen.jobs.get_mut(m.uid()) {
-            Some(s) => {
-                s.reported_in = session;
-                let same = s.intact && same_series(&s.last, m);
-                // A new PodGroup version with the same labels: keep its spec, so the next
-                // sessions compare pointers instead of names.
-                if same && !std::sync::Arc::ptr_eq(&s.last.job, &m.job) {
-                    s.last.job = m.job.clone();
-                }
-                same
-            }
-            None => false,
-        })
+        .map(|m| seen.mark_reported(m))
         .collect();
     metrics.record_decisions_with(decisions, |i| unchanged[i]);
     job_and_queue_lifecycle(metrics, decisions, seen, &unchanged, now);
+}
+
+impl SeenSeries {
+    /// Marks the job as reported in this session; true when its series already hold these
+    /// figures.
+    fn mark_reported(&mut self, m: &JobMetrics) -> bool {
+        let session = self.session;
+        if let Some(s) = self.jobs.get_mut(&spec_key(m)) {
+            // The very spec last reported: the same labels and creation time.
+            s.reported_in = session;
+            return s.intact && same_figures(&s.last, m);
+        }
+        let Some(&old_key) = self.by_uid.get(m.uid()) else {
+            return false;
+        };
+        let Some(s) = self.jobs.get_mut(&old_key) else {
+            return false;
+        };
+        s.reported_in = session;
+        let same = s.intact && same_series(&s.last, m);
+        if same {
+            // A new PodGroup version with the same labels: kept under its new spec, so the
+            // next sessions find it by address.
+            if let Some(mut s) = self.jobs.remove(&old_key) {
+                s.last.job = m.job.clone();
+                self.jobs.insert(spec_key(m), s);
+                self.by_uid.insert(m.uid().to_string(), spec_key(m));
+            }
+        }
+        same
+    }
+
+    /// How many jobs are kept, and how many uids point at them.
+    #[cfg(test)]
+    pub(super) fn tracked(&self) -> (usize, usize) {
+        (self.jobs.len(), self.by_uid.len())
+    }
+
+    /// The job as last reported, looked up by uid.
+    fn by_uid(&self, uid: &str) -> Option<&SeenJob> {
+        self.jobs.get(self.by_uid.get(uid)?)
+    }
+
+    /// Records the figures just set for the job, replacing what was kept for it.
+    fn insert(&mut self, m: &JobMetrics, session: u64) {
+        if let Some(old_key) = self.by_uid.get(m.uid()).copied() {
+            self.jobs.remove(&old_key);
+        }
+        let mut last = m.clone();
+        last.figures.retried = false;
+        last.figures.placed = 0;
+        let seen_job = SeenJob {
+            last,
+            intact: true,
+            reported_in: session,
+        };
+        self.jobs.insert(spec_key(m), seen_job);
+        self.by_uid.insert(m.uid().to_string(), spec_key(m));
+    }
 }
 
 /// Job e2e gauges for this session, and removal of the series of queues and jobs that left the
@@ -132,18 +192,19 @@ fn job_and_queue_lifecycle(
     seen.queues = d.queue_metrics.keys().cloned().collect();
     let mut removed_names = BTreeSet::new();
     let session = seen.session;
+    let by_uid = &mut seen.by_uid;
     seen.jobs.retain(|_, s| {
         let present = s.reported_in == session;
         if !present {
             metrics.remove_job(labels(&s.last));
             removed_names.insert(s.last.name().to_string());
+            by_uid.remove(s.last.uid());
         }
         present
     });
     for (m, &same) in d.job_metrics.iter().zip(unchanged) {
         if !same {
-            let last = seen.jobs.get(m.uid());
-            if let Some(s) = last
+            if let Some(s) = seen.by_uid(m.uid())
                 && !same_labels(&s.last, m)
             {
                 metrics.remove_job(labels(&s.last));
@@ -152,15 +213,7 @@ fn job_and_queue_lifecycle(
             if let Some(created) = m.creation() {
                 metrics.set_job_start_time(labels(m), created);
             }
-            let mut last = m.clone();
-            last.figures.retried = false;
-            last.figures.placed = 0;
-            let seen_job = SeenJob {
-                last,
-                intact: true,
-                reported_in: session,
-            };
-            seen.jobs.insert(m.uid().to_string(), seen_job);
+            seen.insert(m, session);
         }
         if m.figures.placed > 0
             && let Some(created) = m.creation()

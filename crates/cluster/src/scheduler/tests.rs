@@ -543,3 +543,52 @@ fn job_series_follow_changes_and_shared_names() {
         "the series of a job that left are deleted"
     );
 }
+
+/// A job reported again with the very spec it was last reported with is found by that spec
+/// alone: its changed figures are still set. A new version of its PodGroup replaces what is
+/// kept for it (one entry per job), and when the job leaves its series go.
+#[test]
+fn job_series_kept_by_spec_follow_figures_and_versions() {
+    let metrics = Metrics::new();
+    let mut seen = report::SeenSeries::default();
+    let now = Timestamp::UNIX_EPOCH;
+    let series =
+        |metrics: &Metrics| gauge(metrics, "volcano_unschedule_task_count", "job_id=\"y\"");
+    let first = job_figures("a", "y", 2);
+    let mut d = Decisions {
+        job_metrics: vec![first.clone()],
+        ..Decisions::default()
+    };
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(series(&metrics).as_deref(), Some("2"));
+
+    // The same spec, another figure: set.
+    d.job_metrics[0].figures.unschedule_task_count = Some(1);
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(series(&metrics).as_deref(), Some("1"));
+    assert_eq!(seen.tracked(), (1, 1));
+
+    // A new version of the PodGroup with the same labels and figures, then with others.
+    d.job_metrics[0] = job_figures("a", "y", 1);
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(series(&metrics).as_deref(), Some("1"));
+    assert_eq!(seen.tracked(), (1, 1));
+    d.job_metrics[0] = job_figures("a", "y", 3);
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(series(&metrics).as_deref(), Some("3"));
+    assert_eq!(seen.tracked(), (1, 1));
+    // And again the first spec's figures under its newest spec: found by address.
+    d.job_metrics[0].figures.unschedule_task_count = Some(0);
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(series(&metrics).as_deref(), Some("0"));
+
+    d.job_metrics.clear();
+    report::record_decisions(&metrics, &d, &mut seen, now);
+    assert_eq!(
+        series(&metrics),
+        None,
+        "the series of a job that left are deleted"
+    );
+    assert_eq!(seen.tracked(), (0, 0));
+    drop(first);
+}
