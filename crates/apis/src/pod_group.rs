@@ -47,6 +47,8 @@ pub mod condition_status {
 
 /// Condition reasons defined by Volcano's API package (§5.1).
 pub mod condition_reason {
+    /// The gang plugin's reason for a Scheduled condition: every task the gang needs is placed.
+    pub const TASKS_READY: &str = "tasks in gang are ready to be scheduled";
     /// A pod of the PodGroup failed.
     pub const POD_FAILED: &str = "PodFailed";
     /// A pod of the PodGroup was deleted.

@@ -32,7 +32,7 @@ use engine::model::{JobId, SubJobId, TaskId, TaskStatus};
 pub const NAME: &str = "gang";
 
 /// Reason of the `Scheduled` condition (Volcano writes this sentence as the reason).
-const SCHEDULED_REASON: &str = "tasks in gang are ready to be scheduled";
+const SCHEDULED_REASON: &str = apis::condition_reason::TASKS_READY;
 
 /// Builds the plugin; gang reads no arguments (§1.1).
 pub fn new(_args: &Arguments) -> Box<dyn Plugin> {

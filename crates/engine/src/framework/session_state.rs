@@ -383,14 +383,26 @@ impl SessionState {
         reason: &str,
     ) -> bool {
         let j = &mut self.jobs[job.index()];
-        let found = j.status.conditions.iter().find(|c| c.type_ == type_);
-        match found {
-            Some(c) if c.status == status && c.reason == reason && c.message.is_empty() => {
-                j.renewed_condition = Some(type_);
-                true
-            }
-            _ => false,
+        let observed = j
+            .spec
+            .baseline
+            .as_ref()
+            .is_some_and(|b| Arc::ptr_eq(b, &j.status));
+        let renewable = if observed
+            && (type_, status, reason)
+                == (
+                    apis::condition_type::SCHEDULED,
+                    apis::condition_status::TRUE,
+                    apis::condition_reason::TASKS_READY,
+                ) {
+            j.spec.baseline_gang_ready
+        } else {
+            j.status.renewable(type_, status, reason)
+        };
+        if renewable {
+            j.renewed_condition = Some(type_);
         }
+        renewable
     }
 
     /// The job's status as it is written: with the renewal of

@@ -47,6 +47,13 @@ pub struct JobStatus {
 }
 
 impl JobStatus {
+    /// Its first condition of `type_` has this status and reason and no message: a session
+    /// that would set the same condition only renews it (§1.4 of plugins-core).
+    pub fn renewable(&self, type_: &str, status: &str, reason: &str) -> bool {
+        let found = self.conditions.iter().find(|c| c.type_ == type_);
+        found.is_some_and(|c| c.status == status && c.reason == reason && c.message.is_empty())
+    }
+
     /// §2.7.2: everything but conditions compared exactly; conditions pairwise by index,
     /// ignoring `lastTransitionTime` and `transitionID`.
     pub fn differs_from(&self, old: &JobStatus) -> bool {

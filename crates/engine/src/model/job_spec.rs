@@ -50,6 +50,11 @@ pub struct JobSpec {
     /// The status the PodGroup was observed with (change detection at close). Shared with
     /// every session's `JobInfo::status` until a session changes it (copy on write).
     pub baseline: Option<Arc<JobStatus>>,
+    /// The observed status holds gang's renewable Scheduled condition
+    /// ([`JobStatus::renewable`] of Scheduled, True, [`apis::condition_reason::TASKS_READY`]).
+    /// Worked out once per PodGroup version: gang asks it of every ready job every session,
+    /// and reading each job's condition strings was a tenth of a steady session.
+    pub baseline_gang_ready: bool,
 }
 
 impl JobSpec {
@@ -117,12 +122,82 @@ impl JobSpec {
             None => String::new(),
         };
         job.annotations = annotations;
-        job.baseline = Some(Arc::new(
-            pg.status
-                .as_ref()
-                .map(job_status_from_api)
-                .unwrap_or_default(),
-        ));
+        let baseline = pg
+            .status
+            .as_ref()
+            .map(job_status_from_api)
+            .unwrap_or_default();
+        job.baseline_gang_ready = baseline.renewable(
+            apis::condition_type::SCHEDULED,
+            apis::condition_status::TRUE,
+            apis::condition_reason::TASKS_READY,
+        );
+        job.baseline = Some(Arc::new(baseline));
         job
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_with_conditions(conditions: serde_json::Value) -> JobSpec {
+        let pg: apis::PodGroup = serde_json::from_value(serde_json::json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "pg", "namespace": "ns"},
+            "spec": {"minMember": 1},
+            "status": {"phase": "Running", "conditions": conditions},
+        }))
+        .expect("a PodGroup");
+        JobSpec::from_pod_group("ns/pg", &pg, "default")
+    }
+
+    /// The flag worked out once per PodGroup version answers what reading the conditions
+    /// answers, for the condition gang renews and the ones it must replace.
+    #[test]
+    fn the_gang_ready_flag_answers_as_the_conditions_do() {
+        let ready = "tasks in gang are ready to be scheduled";
+        let cases = [
+            (
+                serde_json::json!([{"type": "Scheduled", "status": "True", "reason": ready}]),
+                true,
+            ),
+            (
+                serde_json::json!([{"type": "Scheduled", "status": "True", "reason": ready,
+                    "message": "m"}]),
+                false,
+            ),
+            (
+                serde_json::json!([{"type": "Scheduled", "status": "False", "reason": ready}]),
+                false,
+            ),
+            (
+                serde_json::json!([{"type": "Scheduled", "status": "True", "reason": "old"}]),
+                false,
+            ),
+            (
+                serde_json::json!([
+                    {"type": "Unschedulable", "status": "True", "reason": ready},
+                    {"type": "Scheduled", "status": "True", "reason": ready}
+                ]),
+                true,
+            ),
+            (
+                serde_json::json!([
+                    {"type": "Scheduled", "status": "True", "reason": "old"},
+                    {"type": "Scheduled", "status": "True", "reason": ready}
+                ]),
+                false,
+            ),
+            (serde_json::json!([]), false),
+        ];
+        for (conditions, want) in cases {
+            let spec = spec_with_conditions(conditions.clone());
+            let baseline = spec.baseline.as_ref().expect("a baseline");
+            let read = baseline.renewable("Scheduled", "True", ready);
+            assert_eq!(spec.baseline_gang_ready, want, "{conditions}");
+            assert_eq!(read, want, "{conditions}");
+        }
     }
 }
