@@ -281,6 +281,18 @@ impl Executor {
         };
         let me = Arc::clone(self);
         self.spawn_tracked(async move { me.execute_gated(assumed, binds, gate).await });
+        // A PodGroup placed only by binds still on their way is written once they land (as
+        // Running, by the session that sees them); the Inqueue between would be replaced
+        // within a period, and its echo read back, for every job.
+        let (awaiting, pod_group_statuses): (Vec<_>, Vec<_>) = pod_group_statuses
+            .into_iter()
+            .partition(|u| u.awaiting_binds);
+        if !awaiting.is_empty() {
+            let mut q = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            for u in &awaiting {
+                q.withdraw_pod_group(&u.pod_group);
+            }
+        }
         self.queue_status_writes(
             pod_group_statuses
                 .into_iter()

@@ -96,6 +96,16 @@ impl StatusQueue {
         }
     }
 
+    /// Drops the write waiting for this PodGroup, if any (one in flight goes on): a newer
+    /// decision says nothing is to be written yet.
+    pub(crate) fn withdraw_pod_group(&mut self, pod_group: &str) {
+        let key = (0, pod_group.to_string());
+        if self.latest.remove(&key).is_some() {
+            self.urgent.retain(|k| *k != key);
+            self.order.retain(|k| *k != key);
+        }
+    }
+
     /// Whether a write for `key` may be taken at `now`: none in flight, and not resting.
     fn free(&self, key: &Key, now: Instant) -> bool {
         !self.in_flight.contains(key)
@@ -186,6 +196,7 @@ mod tests {
                 phase: phase.into(),
                 ..JobStatus::default()
             },
+            awaiting_binds: false,
         })
     }
 

@@ -803,6 +803,7 @@ async fn pod_group_status_is_a_merge_patch_of_the_status() {
         pod_group_statuses: vec![PodGroupStatusUpdate {
             pod_group: "ns/pg".into(),
             status,
+            awaiting_binds: false,
         }],
         ..Decisions::default()
     };
@@ -969,6 +970,7 @@ fn pod_group_update() -> Decisions {
                 phase: "Pending".into(),
                 ..JobStatus::default()
             },
+            awaiting_binds: false,
         }],
         ..Decisions::default()
     }
@@ -1227,6 +1229,7 @@ async fn a_waiting_status_write_is_replaced_by_the_newer_decision() {
             phase: phase.into(),
             ..JobStatus::default()
         },
+        awaiting_binds: false,
     };
     let session = |updates: Vec<PodGroupStatusUpdate>| Decisions {
         pod_group_statuses: updates,
@@ -1249,6 +1252,54 @@ async fn a_waiting_status_write_is_replaced_by_the_newer_decision() {
     assert_eq!(pg2.len(), 1);
     assert_eq!(pg2[0].body["status"]["phase"], "Running");
     assert_eq!(f.mock.matching(Method::PATCH, PG_PATH).len(), 1);
+}
+
+/// A PodGroup placed only by binds still on their way is not written: the session that sees
+/// them land writes it as Running. Its decision also replaces an older write still waiting.
+#[tokio::test(start_paused = true)]
+async fn a_pod_group_awaiting_its_binds_is_not_written() {
+    let f = fixture_limited(1, &[], Fence::always(), RateLimiter::new(1.0, 1));
+    let sink: Arc<dyn WriteSink> = Arc::new(f.executor.clone());
+    let status = |pg: &str, phase: &str, awaiting_binds: bool| PodGroupStatusUpdate {
+        pod_group: format!("ns/{pg}"),
+        status: JobStatus {
+            phase: phase.into(),
+            ..JobStatus::default()
+        },
+        awaiting_binds,
+    };
+    let session = |updates: Vec<PodGroupStatusUpdate>| Decisions {
+        pod_group_statuses: updates,
+        ..Decisions::default()
+    };
+    // One worker: it takes pg's write and waits for a token; pg2's waits in the queue, and
+    // the next session finds pg2 placed by binds on their way, and pg3 too.
+    sink.write(session(vec![
+        status("pg", "Pending", false),
+        status("pg2", "Pending", false),
+    ]))
+    .await;
+    sink.write(session(vec![
+        status("pg2", "Inqueue", true),
+        status("pg3", "Inqueue", true),
+    ]))
+    .await;
+    assert_eq!(f.executor.status_writes_queued(), 1, "pg's write only");
+    assert!(sink.drain(Duration::from_secs(60)).await);
+    let written = |pg: &str| {
+        f.mock
+            .matching(
+                Method::PATCH,
+                &format!("/apis/scheduling.volcano.sh/v1beta1/namespaces/ns/podgroups/{pg}"),
+            )
+            .len()
+    };
+    assert_eq!((written("pg"), written("pg2"), written("pg3")), (1, 0, 0));
+    // Once the binds landed, the next session's Running goes out.
+    sink.write(session(vec![status("pg3", "Running", false)]))
+        .await;
+    assert!(sink.drain(Duration::from_secs(60)).await);
+    assert_eq!(written("pg3"), 1);
 }
 
 /// A caller that stops waiting (shutdown) does not cancel the status writes: drain finishes them.

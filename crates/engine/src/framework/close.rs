@@ -155,14 +155,6 @@ impl Session {
             Some(b) => !std::sync::Arc::ptr_eq(&j.status, b) && j.status.differs_from(b),
         };
         let implicit = j.spec.implicit;
-        if changed && !implicit {
-            let update = PodGroupStatusUpdate {
-                pod_group: j.spec.uid.clone(),
-                status: self.state.written_job_status(job),
-            };
-            self.state.decisions.pod_group_statuses.push(update);
-        }
-
         let not_ready_phase = matches!(
             counts.phase,
             phase::UNKNOWN | phase::PENDING | phase::INQUEUE
@@ -171,6 +163,17 @@ impl Session {
         // then records a Warning "…unschedulable: pod group is ready". Here that is the Normal
         // "Scheduled" event: Warnings are for real problems (alerting keys on them).
         let placed = self.state.job(job).is_ready();
+        if changed && !implicit {
+            let awaiting_binds =
+                placed && not_ready_phase && self.state.job(job).count(TaskStatus::Binding) > 0;
+            let update = PodGroupStatusUpdate {
+                pod_group: self.state.job(job).spec.uid.clone(),
+                status: self.state.written_job_status(job),
+                awaiting_binds,
+            };
+            self.state.decisions.pod_group_statuses.push(update);
+        }
+
         let mut fit_error = None;
         if not_ready_phase && !placed {
             if !implicit {

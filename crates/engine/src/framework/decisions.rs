@@ -70,6 +70,11 @@ pub struct PodGroupStatusUpdate {
     /// `<namespace>/<name>`
     pub pod_group: String,
     pub status: JobStatus,
+    /// The job is placed, but only by binds not yet seen to land, so its phase is not
+    /// Running yet: the first session that sees them landed writes its status again, as
+    /// Running. A writer that sends binds and statuses to an API server may leave this one
+    /// unwritten (the daemon does: docs/architecture.md, "Differences from Volcano").
+    pub awaiting_binds: bool,
 }
 
 /// A pod whose `PodScheduled=False` condition must be (re)written.

@@ -404,6 +404,39 @@ fn a_gang_placed_this_session_gets_no_warning_event() {
     );
 }
 
+/// A gang placed only by this session's binds is written with `awaiting_binds` (the daemon
+/// leaves it to the session that sees the binds land); a gang placed on one bind short of
+/// its minimum, and a gang whose pods run, are written as usual.
+#[test]
+fn a_status_written_while_binds_are_on_their_way_says_so() {
+    let mut c = cluster();
+    c.pod_group(pod_group("ns", "placed", 2));
+    add_pods(&mut c, "placed", &["Pending", "Pending"]);
+    c.pod_group(pod_group("ns", "short", 3));
+    add_pods(&mut c, "short", &["Pending", "Pending", "Pending"]);
+    c.pod_group(pod_group("ns", "running", 1));
+    add_pods(&mut c, "running", &["Running"]);
+    let mut ssn = c.session(&[&[NAME]]);
+    // Committed, as the allocate action does: the tasks are Binding.
+    let mut stmt = engine::framework::Statement::new();
+    for key in ["ns/placed-0", "ns/placed-1", "ns/short-0"] {
+        let (task, node) = (ssn.state.task_by_key(key), ssn.state.node_by_key("n1"));
+        ssn.allocate(&mut stmt, task, node).expect("fits");
+    }
+    ssn.commit(stmt);
+    let decisions = ssn.close();
+    let awaiting = |name: &str| {
+        decisions
+            .pod_group_statuses
+            .iter()
+            .find(|u| u.pod_group == format!("ns/{name}"))
+            .map(|u| (u.status.phase.as_str(), u.awaiting_binds))
+    };
+    assert_eq!(awaiting("placed"), Some(("Pending", true)));
+    assert_eq!(awaiting("short"), Some(("Pending", false)));
+    assert_eq!(awaiting("running"), Some(("Running", false)));
+}
+
 /// A running gang gets the Normal "Scheduled" event only when its status is written, as in
 /// Volcano's `RecordJobStatusEvent`: one whose status stays the same gets none.
 #[test]

@@ -209,6 +209,7 @@ fn reaction_to_decisions() {
             phase: "Inqueue".into(),
             ..JobStatus::default()
         },
+        awaiting_binds: false,
     });
     d.queue_allocations.push(QueueAllocation {
         queue: "q1".into(),
