@@ -18,6 +18,11 @@ fn pick_up_pending_tasks(ssn: &mut Session) -> Vec<TaskId> {
     for job in job_ids {
         let j = ssn.state.job(job);
         let Some(q) = j.queue else { continue };
+        // Only pending and pipelined tasks are backfilled: a job without any (every running
+        // job) is passed over before its validity, which changes nothing, is asked.
+        if j.count(TaskStatus::Pending) == 0 && j.count(TaskStatus::Pipelined) == 0 {
+            continue;
+        }
         if j.is_pending() || ssn.job_valid(job).is_some() {
             continue;
         }
