@@ -132,14 +132,12 @@ impl SeenSeries {
         };
         s.reported_in = session;
         let same = s.intact && same_series(&s.last, m);
-        if same {
-            // A new PodGroup version with the same labels: kept under its new spec, so the
-            // next sessions find it by address.
-            if let Some(mut s) = self.jobs.remove(&old_key) {
-                s.last.job = m.job.clone();
-                self.jobs.insert(spec_key(m), s);
-                self.by_uid.insert(m.uid().to_string(), spec_key(m));
-            }
+        // A new PodGroup version with the same labels: kept under its new spec, so the next
+        // sessions find it by address.
+        if same && let Some(mut s) = self.jobs.remove(&old_key) {
+            s.last.job = m.job.clone();
+            self.jobs.insert(spec_key(m), s);
+            self.by_uid.insert(m.uid().to_string(), spec_key(m));
         }
         same
     }
@@ -151,7 +149,7 @@ impl SeenSeries {
     }
 
     /// The job as last reported, looked up by uid.
-    fn by_uid(&self, uid: &str) -> Option<&SeenJob> {
+    fn last_by_uid(&self, uid: &str) -> Option<&SeenJob> {
         self.jobs.get(self.by_uid.get(uid)?)
     }
 
@@ -204,7 +202,7 @@ fn job_and_queue_lifecycle(
     });
     for (m, &same) in d.job_metrics.iter().zip(unchanged) {
         if !same {
-            if let Some(s) = seen.by_uid(m.uid())
+            if let Some(s) = seen.last_by_uid(m.uid())
                 && !same_labels(&s.last, m)
             {
                 metrics.remove_job(labels(&s.last));
