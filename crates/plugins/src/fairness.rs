@@ -28,7 +28,8 @@ pub(crate) struct QueueUsage {
 }
 
 impl QueueUsage {
-    /// One job's contribution to its queue's figures.
+    /// One job's contribution to its queue's figures, at session open (before any task has
+    /// moved, so the framework's `allocated` is still the sum in task order).
     ///
     /// Tasks in other statuses (Pipelined, Releasing, finished) count in neither `allocated`
     /// nor `request`. A job reserves its unmet minimum while it is Inqueue, and while it is
@@ -37,13 +38,21 @@ impl QueueUsage {
     pub fn of_job(ssn: &SessionState, job_id: JobId) -> QueueUsage {
         let job = ssn.job(job_id);
         let mut usage = QueueUsage::default();
-        for &t in &job.tasks {
-            let task = ssn.task(t);
-            if task.status.is_allocated() {
-                usage.allocated.add(task.resreq());
-                usage.request.add(task.resreq());
-            } else if task.status == TaskStatus::Pending {
-                usage.request.add(task.resreq());
+        if job.count(TaskStatus::Pending) == 0 {
+            // The framework's `allocated` is the same sum, over the same tasks in the same
+            // order, so it is the same figure to the bit; and without pending tasks the
+            // request is that sum too. A running job costs no look at its tasks.
+            usage.allocated = job.allocated.clone();
+            usage.request = job.allocated.clone();
+        } else {
+            for &t in &job.tasks {
+                let task = ssn.task(t);
+                if task.status.is_allocated() {
+                    usage.allocated.add(task.resreq());
+                    usage.request.add(task.resreq());
+                } else if task.status == TaskStatus::Pending {
+                    usage.request.add(task.resreq());
+                }
             }
         }
         if job.spec.min_resources.is_some() {

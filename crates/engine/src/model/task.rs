@@ -54,6 +54,10 @@ pub struct TaskSpec {
     /// Some container (init containers included) declares a host port: only such pods occupy
     /// ports on their node, so the others are skipped without a look at their containers.
     pub uses_host_ports: bool,
+    /// The pod states pod affinity or anti-affinity: only such pods are indexed by the
+    /// inter-pod affinity views built at every session open, so the others are passed over
+    /// without a look at their pod.
+    pub inter_pod_affinity: bool,
     /// Status derived from the pod (§5.1.2).
     pub status: TaskStatus,
     /// `spec.nodeName`, if assigned.
@@ -142,6 +146,9 @@ impl TaskSpec {
                 .flat_map(|c| c.ports.iter().flatten())
                 .any(|p| p.host_port.is_some_and(|port| port > 0))
         });
+        let inter_pod_affinity = spec
+            .and_then(|s| s.affinity.as_ref())
+            .is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some());
 
         // An empty annotation does not hide the label (Volcano's getTaskRole).
         let role = annotation(keys::TASK_SPEC)
@@ -170,6 +177,7 @@ impl TaskSpec {
             only_volcano_gate,
             has_restartable_init_container,
             uses_host_ports,
+            inter_pod_affinity,
             status: TaskStatus::from_pod(&pod),
             node_name: spec
                 .and_then(|s| s.node_name.clone())
@@ -439,6 +447,32 @@ mod tests {
             }
         );
         assert_eq!(t.key, "default/p");
+    }
+
+    #[test]
+    fn inter_pod_affinity_flag_follows_the_pods_affinity_terms() {
+        let with = |affinity: serde_json::Value| {
+            let p = pod(json!({"metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c"}], "affinity": affinity}}));
+            TaskSpec::from_pod(p, true, "default").inter_pod_affinity
+        };
+        let term = json!([{"labelSelector": {"matchLabels": {"app": "a"}},
+            "topologyKey": "kubernetes.io/hostname"}]);
+        assert!(with(
+            json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": term}})
+        ));
+        assert!(with(
+            json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": term}})
+        ));
+        assert!(with(
+            json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution":
+            [{"weight": 1, "podAffinityTerm": term[0]}]}})
+        ));
+        let node_only = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Exists"}]}]}}});
+        assert!(!with(node_only));
+        let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}));
+        assert!(!TaskSpec::from_pod(p, true, "default").inter_pod_affinity);
     }
 
     #[test]

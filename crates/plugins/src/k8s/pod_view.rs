@@ -70,7 +70,12 @@ impl PodView {
     }
 
     fn index(&mut self, ssn: &SessionState, task: TaskId) {
-        let pod = ssn.task(task).spec.pod.as_ref();
+        let spec = &ssn.task(task).spec;
+        // Without affinity terms a pod is in neither index (both tests below ask for them).
+        if !spec.inter_pod_affinity {
+            return;
+        }
+        let pod = spec.pod.as_ref();
         if let Some(set) = self.required_anti_affinity.as_mut()
             && has_required_anti_affinity(pod)
             && set.insert(task)

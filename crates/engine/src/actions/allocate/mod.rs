@@ -98,6 +98,12 @@ pub fn execute(ssn: &mut Session) {
             }
             ssn.state.set_job_phase(job, phase::INQUEUE);
         }
+        // Only pending tasks are allocated (both paths below offer those alone), and the
+        // validity check is a pure read: a job without any, such as every running job, is
+        // passed over before it is asked.
+        if ssn.state.job(job).count(TaskStatus::Pending) == 0 {
+            continue;
+        }
         if let Some(invalid) = ssn.job_valid(job) {
             tracing::debug!(job = %ssn.state.job(job).spec.uid, reason = %invalid.reason, "job not valid");
             continue;
