@@ -62,6 +62,12 @@ bench-e2e:
 	E2E_LOG_DIR=$(E2E_TARGET)/e2e-logs/bench \
 	./e2e/with-cluster.sh $(E2E_TARGET)/release/volcano-rs-bench-e2e
 
+## The same, with each scheduler phase run again by Volcano's own scheduler (built once by
+## e2e/build-volcano.sh, cached outside the clone) on the same cluster and load.
+.PHONY: bench-e2e-volcano
+bench-e2e-volcano:
+	BENCH_VOLCANO_SCHEDULER=$$(./e2e/build-volcano.sh scheduler)/vc-scheduler $(MAKE) bench-e2e
+
 clean:
 	$(CARGO) clean
 

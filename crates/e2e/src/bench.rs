@@ -18,6 +18,14 @@
 //! and its sessions that decided something or nothing (`volcano_sessions_total`), over the
 //! daemon's whole life for the phases that start it, and from the phase's start (peak RSS reset
 //! through `clear_refs`) for the steady one. Prints a table and one JSON document.
+//!
+//! Both schedulers get Volcano's chart configuration (`config/volcano-chart.conf`). With
+//! `BENCH_VOLCANO_SCHEDULER` set to Volcano's `vc-scheduler` (`make bench-e2e-volcano` builds
+//! it), each daemon phase runs again right after, on the same cluster and load, with Volcano's
+//! scheduler in the daemon's place (phases `vc-backlog`, `vc-gang`, `vc-steady`); the daemon's
+//! CPU seconds are then also given as a ratio to Volcano's for the same phase. Volcano's
+//! scheduler has no count of sessions that decided nothing: its figure is all its sessions
+//! (`volcano_e2e_scheduling_latency_milliseconds_count`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,12 +50,14 @@ pub struct Sizes {
     pub concurrency: usize,
     pub steady_rate: f64,
     pub steady_seconds: u64,
+    /// Volcano's scheduler to run each daemon phase again with (`BENCH_VOLCANO_SCHEDULER`).
+    pub volcano: Option<std::path::PathBuf>,
 }
 
 impl Sizes {
     /// `BENCH_NODES` (500), `BENCH_GANGS` (10), `BENCH_GANG_SIZE` (500), `BENCH_BIG_GANG`
     /// (5000), `BENCH_CONCURRENCY` (32), `BENCH_STEADY_RATE` (20 per second),
-    /// `BENCH_STEADY_SECONDS` (60).
+    /// `BENCH_STEADY_SECONDS` (60), `BENCH_VOLCANO_SCHEDULER` (none).
     pub fn from_env() -> anyhow::Result<Sizes> {
         fn var<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
             match std::env::var(name) {
@@ -65,6 +75,9 @@ impl Sizes {
             concurrency: var("BENCH_CONCURRENCY", 32)?,
             steady_rate: var("BENCH_STEADY_RATE", 20.0)?,
             steady_seconds: var("BENCH_STEADY_SECONDS", 60)?,
+            volcano: std::env::var_os("BENCH_VOLCANO_SCHEDULER")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
         })
     }
 }
@@ -73,6 +86,8 @@ impl Sizes {
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Phase {
     pub name: String,
+    /// `volcano-rs`, or `volcano` for Volcano's scheduler.
+    pub scheduler: &'static str,
     pub pods: usize,
     pub seconds: f64,
     pub pods_per_sec: f64,
@@ -91,6 +106,10 @@ pub struct Phase {
     pub peak_rss_mib: Option<f64>,
     pub sessions_decided: Option<f64>,
     pub sessions_empty: Option<f64>,
+    /// Volcano's scheduler: all its sessions (it does not tell the empty ones apart).
+    pub sessions_all: Option<f64>,
+    /// The daemon's CPU seconds over Volcano's for the same phase, when both ran.
+    pub cpu_ratio_to_volcano: Option<f64>,
 }
 
 /// When each pod was first seen bound, by name.
@@ -167,49 +186,97 @@ fn reset_peak_rss(pid: u32) {
     let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
 }
 
-async fn sessions(daemon: &Daemon) -> (f64, f64) {
+/// Which scheduler a phase runs.
+#[derive(Clone, Copy)]
+enum Scheduler<'a> {
+    VolcanoRs,
+    /// Volcano's `vc-scheduler` at this path.
+    Volcano(&'a std::path::Path),
+}
+
+impl Scheduler<'_> {
+    fn name(self) -> &'static str {
+        match self {
+            Scheduler::VolcanoRs => "volcano-rs",
+            Scheduler::Volcano(_) => "volcano",
+        }
+    }
+
+    /// The phase's name for this scheduler: Volcano's phases are prefixed `vc-`, which also
+    /// keeps their pods' names apart from the daemon's phase's.
+    fn phase(self, name: &str) -> String {
+        match self {
+            Scheduler::VolcanoRs => name.to_string(),
+            Scheduler::Volcano(_) => format!("vc-{name}"),
+        }
+    }
+}
+
+/// Sessions so far: (decided, empty) for the daemon, (all, 0) for Volcano's scheduler.
+async fn sessions(daemon: &Daemon, scheduler: Scheduler<'_>) -> (f64, f64) {
     let text = daemon.metrics().await.unwrap_or_default();
-    let get = |outcome| {
-        Daemon::metric_value(&text, "volcano_sessions_total", &[("outcome", outcome)])
-            .unwrap_or(0.0)
-    };
-    (get("decided"), get("empty"))
+    match scheduler {
+        Scheduler::VolcanoRs => {
+            let get = |outcome| {
+                Daemon::metric_value(&text, "volcano_sessions_total", &[("outcome", outcome)])
+                    .unwrap_or(0.0)
+            };
+            (get("decided"), get("empty"))
+        }
+        Scheduler::Volcano(_) => {
+            let all = Daemon::metric_value(
+                &text,
+                "volcano_e2e_scheduling_latency_milliseconds_count",
+                &[],
+            );
+            (all.unwrap_or(0.0), 0.0)
+        }
+    }
 }
 
 /// The daemon's figures over a phase.
-struct Meter {
+struct Meter<'a> {
     pid: u32,
+    scheduler: Scheduler<'a>,
     cpu: Option<f64>,
     sessions: (f64, f64),
 }
 
-impl Meter {
+impl<'a> Meter<'a> {
     /// From the daemon's start: its whole life so far is the phase's (the start-up, the
     /// initial lists and a first session that may run before any figure could be read).
-    fn from_start(daemon: &Daemon) -> Meter {
+    fn from_start(daemon: &Daemon, scheduler: Scheduler<'a>) -> Meter<'a> {
         Meter {
             pid: daemon.pid(),
+            scheduler,
             cpu: Some(0.0),
             sessions: (0.0, 0.0),
         }
     }
 
     /// From now on, for a daemon already running.
-    async fn start(daemon: &Daemon) -> Meter {
+    async fn start(daemon: &Daemon, scheduler: Scheduler<'a>) -> Meter<'a> {
         reset_peak_rss(daemon.pid());
         Meter {
             pid: daemon.pid(),
+            scheduler,
             cpu: cpu_seconds(daemon.pid()),
-            sessions: sessions(daemon).await,
+            sessions: sessions(daemon, scheduler).await,
         }
     }
 
     async fn finish(&self, daemon: &Daemon, phase: &mut Phase) {
+        phase.scheduler = self.scheduler.name();
         phase.cpu_seconds = cpu_seconds(self.pid).zip(self.cpu).map(|(b, a)| b - a);
         phase.peak_rss_mib = peak_rss_mib(self.pid);
-        let (decided, empty) = sessions(daemon).await;
-        phase.sessions_decided = Some(decided - self.sessions.0);
-        phase.sessions_empty = Some(empty - self.sessions.1);
+        let (a, b) = sessions(daemon, self.scheduler).await;
+        match self.scheduler {
+            Scheduler::VolcanoRs => {
+                phase.sessions_decided = Some(a - self.sessions.0);
+                phase.sessions_empty = Some(b - self.sessions.1);
+            }
+            Scheduler::Volcano(_) => phase.sessions_all = Some(a - self.sessions.0),
+        }
     }
 }
 
@@ -259,17 +326,36 @@ async fn create_pods(
 }
 
 async fn delete_all_pods(ctx: &TestCtx) -> anyhow::Result<()> {
-    let api = ctx.pods_api();
-    api.delete_collection(
-        &DeleteParams::default().grace_period(0),
-        &ListParams::default(),
+    let params = DeleteParams::default().grace_period(0);
+    delete_all(ctx, ctx.pods_api(), &params, "pod").await
+}
+
+async fn delete_all_pod_groups(ctx: &TestCtx) -> anyhow::Result<()> {
+    let params = DeleteParams::default();
+    delete_all(ctx, ctx.pod_groups_api(), &params, "PodGroup").await
+}
+
+/// Deletes every object of the namespace's `api` and waits until none is listed.
+async fn delete_all<K>(
+    ctx: &TestCtx,
+    api: kube::Api<K>,
+    params: &DeleteParams,
+    kind: &str,
+) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    api.delete_collection(params, &ListParams::default())
+        .await
+        .with_context(|| format!("deleting every {kind}"))?;
+    ctx.wait_for(
+        &format!("every {kind} gone"),
+        Duration::from_secs(300),
+        || async {
+            let items = api.list(&ListParams::default()).await.ok()?.items;
+            items.is_empty().then_some(())
+        },
     )
-    .await
-    .context("deleting the pods")?;
-    ctx.wait_for("every pod gone", Duration::from_secs(300), || async {
-        let items = api.list(&ListParams::default()).await.ok()?.items;
-        items.is_empty().then_some(())
-    })
     .await?;
     Ok(())
 }
@@ -314,6 +400,7 @@ async fn ceiling(
     delete_all_pods(ctx).await?;
     Ok(Phase {
         name: name.into(),
+        scheduler: "bare client",
         pods: n,
         seconds,
         pods_per_sec: n as f64 / seconds,
@@ -321,48 +408,59 @@ async fn ceiling(
     })
 }
 
-/// The daemon with Volcano's chart settings; its log filter is `BENCH_DAEMON_LOG` (default
-/// `warn`), so that a run can look at where a phase's time goes.
-async fn start_daemon(ctx: &TestCtx) -> anyhow::Result<Daemon> {
-    let log = std::env::var("BENCH_DAEMON_LOG").unwrap_or_else(|_| "warn".to_string());
-    ctx.daemon_logging(
-        &log,
-        &[
-            "--schedule-period=1s",
-            "--kube-api-qps=2000",
-            "--kube-api-burst=2000",
-        ],
-    )
-    .await
+/// Volcano's chart configuration, which both schedulers get.
+const CHART_CONF: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../config/volcano-chart.conf"
+);
+
+/// The scheduler with Volcano's chart settings. The daemon's log filter is `BENCH_DAEMON_LOG`
+/// (default `warn`), so that a run can look at where a phase's time goes; Volcano's scheduler
+/// keeps its default log level (its chart's `-v=3` would log more).
+async fn start_daemon(ctx: &TestCtx, scheduler: Scheduler<'_>) -> anyhow::Result<Daemon> {
+    let conf = format!("--scheduler-conf={CHART_CONF}");
+    let args = [
+        "--schedule-period=1s",
+        "--kube-api-qps=2000",
+        "--kube-api-burst=2000",
+        &conf,
+    ];
+    match scheduler {
+        Scheduler::VolcanoRs => {
+            let log = std::env::var("BENCH_DAEMON_LOG").unwrap_or_else(|_| "warn".to_string());
+            ctx.daemon_logging(&log, &args).await
+        }
+        Scheduler::Volcano(bin) => ctx.volcano_scheduler(bin, &args).await,
+    }
 }
 
-/// `groups` gangs of `size` created first, then the daemon started; until the last bind.
+/// `groups` gangs of `size` created first, then the scheduler started; until the last bind.
 async fn backlog(
     ctx: &TestCtx,
-    name: &str,
-    queue: &str,
-    groups: usize,
-    size: usize,
+    scheduler: Scheduler<'_>,
+    (name, queue): (&str, &str),
+    (groups, size): (usize, usize),
     sizes: &Sizes,
     times: &BindTimes,
 ) -> anyhow::Result<Phase> {
+    let name = &scheduler.phase(name);
     for g in 0..groups {
         ctx.pod_group(&format!("{name}-{g}"), size as i32, queue)
             .await?;
     }
-    let scheduler = ctx.scheduler.clone();
+    let scheduler_name = ctx.scheduler.clone();
     create_pods(
         ctx,
         name,
         groups * size,
         |i| Some(format!("{name}-{}", i / size)),
-        &scheduler,
+        &scheduler_name,
         sizes.concurrency,
     )
     .await?;
     let start = Instant::now();
-    let mut daemon = start_daemon(ctx).await?;
-    let meter = Meter::from_start(&daemon);
+    let mut daemon = start_daemon(ctx, scheduler).await?;
+    let meter = Meter::from_start(&daemon, scheduler);
     let total = groups * size;
     let deadline = start + Duration::from_secs(600);
     loop {
@@ -391,6 +489,7 @@ async fn backlog(
     meter.finish(&daemon, &mut phase).await;
     daemon.terminate().await?;
     delete_all_pods(ctx).await?;
+    delete_all_pod_groups(ctx).await?;
     Ok(phase)
 }
 
@@ -407,14 +506,17 @@ fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 /// Single-pod jobs at a fixed rate with the daemon running.
 async fn steady(
     ctx: &TestCtx,
+    scheduler: Scheduler<'_>,
     queue: &str,
     sizes: &Sizes,
     times: &BindTimes,
 ) -> anyhow::Result<Phase> {
-    let daemon = start_daemon(ctx).await?;
+    let phase_name = scheduler.phase("steady");
+    let prefix = format!("{phase_name}-");
+    let mut daemon = start_daemon(ctx, scheduler).await?;
     // Let the first sessions settle before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let meter = Meter::start(&daemon).await;
+    let meter = Meter::start(&daemon, scheduler).await;
     let n = (sizes.steady_rate * sizes.steady_seconds as f64) as usize;
     let period = Duration::from_secs_f64(1.0 / sizes.steady_rate);
     let start = Instant::now();
@@ -422,7 +524,7 @@ async fn steady(
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
         tokio::time::sleep_until((start + period * i as u32).into()).await;
-        let name = format!("steady-{i}");
+        let name = format!("{prefix}{i}");
         let (ctx_pods, ctx_groups) = (ctx.pods_api(), ctx.pod_groups_api());
         let pg = apis::PodGroup {
             metadata: ObjectMeta {
@@ -456,12 +558,12 @@ async fn steady(
     ctx.wait_for(
         "every steady pod bound",
         Duration::from_secs(120),
-        || async { (bound_count(times, "steady-").0 >= n).then_some(()) },
+        || async { (bound_count(times, &prefix).0 >= n).then_some(()) },
     )
     .await?;
     let seconds = start.elapsed().as_secs_f64();
     let mut phase = Phase {
-        name: "steady".into(),
+        name: phase_name,
         pods: n,
         seconds,
         pods_per_sec: n as f64 / seconds,
@@ -483,7 +585,10 @@ async fn steady(
     phase.latency_ms_p50 = percentile(&latencies, 50.0);
     phase.latency_ms_p90 = percentile(&latencies, 90.0);
     phase.latency_ms_p99 = percentile(&latencies, 99.0);
-    drop(daemon);
+    daemon.terminate().await?;
+    // The next scheduler starts from the same cluster.
+    delete_all_pods(ctx).await?;
+    delete_all_pod_groups(ctx).await?;
     Ok(phase)
 }
 
@@ -494,13 +599,13 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
 /// Prints the table.
 pub fn print_table(phases: &[Phase]) {
     println!(
-        "| phase | pods | seconds | pods/s | of ceiling | first bind s | pods/s while binding | of ceiling | p50 / p90 / p99 ms | CPU s | peak RSS MiB | sessions decided / empty |"
+        "| phase | pods | seconds | pods/s | of ceiling | first bind s | pods/s while binding | of ceiling | p50 / p90 / p99 ms | CPU s | CPU / Volcano's | peak RSS MiB | sessions decided / empty |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let percent = |r: Option<f64>| r.map_or("–".into(), |r| format!("{:.0} %", r * 100.0));
     for p in phases {
         println!(
-            "| {} | {} | {:.1} | {:.0} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} / {} |",
+            "| {} | {} | {:.1} | {:.0} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} | {} |",
             p.name,
             p.pods,
             p.seconds,
@@ -513,9 +618,16 @@ pub fn print_table(phases: &[Phase]) {
             fmt(p.latency_ms_p90, 0),
             fmt(p.latency_ms_p99, 0),
             fmt(p.cpu_seconds, 2),
+            fmt(p.cpu_ratio_to_volcano, 2),
             fmt(p.peak_rss_mib, 0),
-            fmt(p.sessions_decided, 0),
-            fmt(p.sessions_empty, 0),
+            match p.sessions_all {
+                Some(all) => format!("{all:.0} in all"),
+                None => format!(
+                    "{} / {}",
+                    fmt(p.sessions_decided, 0),
+                    fmt(p.sessions_empty, 0)
+                ),
+            },
         );
     }
 }
@@ -535,25 +647,25 @@ async fn phases(ctx: &TestCtx, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
     let nodes = ctx.nodes("n", sizes.nodes, "32", "256Gi", 110).await?;
     let queue = ctx.queue("q", 1).await?;
     let (times, watch) = watch_binds(ctx);
+    // The daemon first, then (when asked) Volcano's scheduler on the same phase.
+    let mut schedulers = vec![Scheduler::VolcanoRs];
+    if let Some(bin) = &sizes.volcano {
+        schedulers.push(Scheduler::Volcano(bin));
+    }
     let mut out = Vec::new();
     eprintln!("ceiling");
     let n = sizes.gangs * sizes.gang_size;
     out.push(ceiling(ctx, "ceiling", &nodes, n, sizes.concurrency).await?);
-    eprintln!("backlog");
-    out.push(
-        backlog(
-            ctx,
-            "backlog",
-            &queue,
-            sizes.gangs,
-            sizes.gang_size,
-            sizes,
-            &times,
-        )
-        .await?,
-    );
-    eprintln!("gang");
-    out.push(backlog(ctx, "gang", &queue, 1, sizes.big_gang, sizes, &times).await?);
+    for &s in &schedulers {
+        eprintln!("{}", s.phase("backlog"));
+        let shape = (sizes.gangs, sizes.gang_size);
+        out.push(backlog(ctx, s, ("backlog", &queue), shape, sizes, &times).await?);
+    }
+    for &s in &schedulers {
+        eprintln!("{}", s.phase("gang"));
+        let shape = (1, sizes.big_gang);
+        out.push(backlog(ctx, s, ("gang", &queue), shape, sizes, &times).await?);
+    }
     // Measured again once the cluster has settled: the first measurement, right after the
     // nodes are made, has come out lower than the daemon's own rate. The ratios are taken to
     // the higher of the two.
@@ -564,15 +676,26 @@ async fn phases(ctx: &TestCtx, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
         .filter(|p| p.name.starts_with("ceiling"))
         .map(|p| p.pods_per_sec)
         .fold(0.0, f64::max);
-    eprintln!("steady");
-    out.push(steady(ctx, &queue, sizes, &times).await?);
+    for &s in &schedulers {
+        eprintln!("{}", s.phase("steady"));
+        out.push(steady(ctx, s, &queue, sizes, &times).await?);
+    }
     watch.abort();
     for p in out
         .iter_mut()
-        .filter(|p| p.name == "backlog" || p.name == "gang")
+        .filter(|p| !p.name.contains("steady") && !p.name.starts_with("ceiling"))
     {
         p.ratio_to_ceiling = Some(p.pods_per_sec / ceiling_rate);
         p.binding_ratio_to_ceiling = p.binding_pods_per_sec.map(|r| r / ceiling_rate);
+    }
+    let volcano_cpu: HashMap<String, f64> = out
+        .iter()
+        .filter_map(|p| Some((p.name.strip_prefix("vc-")?.to_string(), p.cpu_seconds?)))
+        .collect();
+    for p in &mut out {
+        if let (Some(cpu), Some(&theirs)) = (p.cpu_seconds, volcano_cpu.get(&p.name)) {
+            p.cpu_ratio_to_volcano = (theirs > 0.0).then(|| cpu / theirs);
+        }
     }
     Ok(out)
 }

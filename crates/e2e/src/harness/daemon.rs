@@ -53,20 +53,35 @@ pub(super) enum StartError {
     Other(anyhow::Error),
 }
 
-/// A running `volcano-rs run`. Dropping it kills the process (SIGKILL) and reaps it.
+/// What runs as the scheduler: `volcano-rs run`, or Volcano's own scheduler for a
+/// side-by-side benchmark.
+pub(super) struct Program<'a> {
+    pub bin: &'a Path,
+    /// `run` for volcano-rs; Volcano's scheduler takes its flags alone.
+    pub subcommand: Option<&'a str>,
+    /// The health path that answers 200 once the scheduler is ready: volcano-rs serves
+    /// `/readyz`, Volcano's scheduler only `/healthz`.
+    pub ready_path: &'static str,
+}
+
+/// A running scheduler: `volcano-rs run`, or Volcano's scheduler in the side-by-side benchmark.
+/// Dropping it kills the process (SIGKILL) and reaps it.
 pub struct Daemon {
     child: tokio::process::Child,
     pid: u32,
     metrics_addr: SocketAddr,
     healthz_addr: SocketAddr,
+    ready_path: &'static str,
     log_path: PathBuf,
 }
 
 impl Daemon {
-    /// Starts the daemon and waits until `/readyz` answers 200, or, with `answering_only`,
-    /// answers at all (for tests of a daemon that is not meant to become ready).
+    /// Starts the daemon and waits until its ready path answers 200, or, with
+    /// `answering_only`, answers at all (for tests of a daemon that is not meant to become
+    /// ready).
     pub(super) async fn start(
         env: &Env,
+        program: &Program<'_>,
         args: &[String],
         rust_log: &str,
         log_path: &Path,
@@ -82,8 +97,8 @@ impl Daemon {
             .with_context(|| format!("creating {}", log_path.display()))
             .map_err(other)?;
         let log_err = log.try_clone().map_err(|e| other(e.into()))?;
-        let child = tokio::process::Command::new(&env.daemon_bin)
-            .arg("run")
+        let child = tokio::process::Command::new(program.bin)
+            .args(program.subcommand)
             .args(args)
             .env("RUST_LOG", rust_log)
             .stdin(std::process::Stdio::null())
@@ -91,7 +106,7 @@ impl Daemon {
             .stderr(log_err)
             .kill_on_drop(true)
             .spawn()
-            .with_context(|| format!("starting {}", env.daemon_bin.display()))
+            .with_context(|| format!("starting {}", program.bin.display()))
             .map_err(other)?;
         let pid = child
             .id()
@@ -103,6 +118,7 @@ impl Daemon {
             pid,
             metrics_addr,
             healthz_addr,
+            ready_path: program.ready_path,
             log_path: log_path.to_path_buf(),
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -120,7 +136,10 @@ impl Daemon {
                 });
             }
             if daemon.ready().await
-                || (answering_only && http_get(daemon.healthz_addr, "/readyz").await.is_ok())
+                || (answering_only
+                    && http_get(daemon.healthz_addr, program.ready_path)
+                        .await
+                        .is_ok())
             {
                 return Ok(daemon);
             }
@@ -166,9 +185,12 @@ impl Daemon {
         Ok(body)
     }
 
-    /// True when `/readyz` on the health address answers 200.
+    /// True when the ready path (`/readyz` for volcano-rs) on the health address answers 200.
     pub async fn ready(&self) -> bool {
-        matches!(http_get(self.healthz_addr, "/readyz").await, Ok((200, _)))
+        matches!(
+            http_get(self.healthz_addr, self.ready_path).await,
+            Ok((200, _))
+        )
     }
 
     /// The value of one sample in Prometheus text: the first line of metric `name` whose labels
@@ -295,13 +317,104 @@ pub(super) fn parent_is_runner(pid: u32) -> bool {
         .is_ok_and(|comm| comm.trim() == "volcano-rs-e2e")
 }
 
-/// A `volcano-rs run` this harness started against `kubeconfig`: scheduler name `e2e-…`.
+/// A `volcano-rs run` (or Volcano's `vc-scheduler`) this harness started against `kubeconfig`:
+/// scheduler name `e2e-…`.
 pub(super) fn is_e2e_daemon(cmdline: &[u8], kubeconfig: &Path) -> bool {
     let kubeconfig_arg = format!("--kubeconfig={}", kubeconfig.display());
     let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    let program_ok = args.first().is_some_and(|p| p.ends_with(b"volcano-rs"));
+    let program = args.first().copied().unwrap_or_default();
+    // volcano-rs runs as `volcano-rs run …`; Volcano's scheduler (the side-by-side benchmark)
+    // takes its flags alone.
+    let program_ok = (program.ends_with(b"volcano-rs") && args.get(1) == Some(&&b"run"[..]))
+        || program.ends_with(b"vc-scheduler");
     program_ok
-        && args.get(1) == Some(&&b"run"[..])
         && args.iter().any(|a| a.starts_with(b"--scheduler-name=e2e-"))
         && args.contains(&kubeconfig_arg.as_bytes())
+}
+
+impl TestCtx {
+    /// The flags both schedulers take alike: this test's kubeconfig, scheduler name and node
+    /// selector, no leader election, and the metrics and health ports given.
+    pub(super) fn scheduler_flags(
+        &self,
+        (metrics, healthz): (u16, u16),
+    ) -> Vec<(&'static str, String)> {
+        vec![
+            ("--kubeconfig", self.env.kubeconfig.display().to_string()),
+            ("--scheduler-name", self.scheduler.clone()),
+            (
+                "--node-selector",
+                format!("{}:{}", self.label.0, self.label.1),
+            ),
+            ("--leader-elect", "false".to_string()),
+            ("--listen-address", format!("127.0.0.1:{metrics}")),
+            ("--healthz-address", format!("127.0.0.1:{healthz}")),
+        ]
+    }
+
+    /// Starts `program` with the flags `flags` makes for a pair of free ports (each unless
+    /// `extra_args` gives that flag itself), then `extra_args`. Logs go to
+    /// `<log_dir>/<test>[-<n>].log`. A free port found by binding :0 may be taken again before
+    /// the scheduler binds it; such a start is retried with new ports.
+    pub(super) async fn start_scheduler(
+        &self,
+        program: &Program<'_>,
+        rust_log: &str,
+        flags: impl Fn((u16, u16)) -> Vec<(&'static str, String)>,
+        extra_args: &[&str],
+        answering_only: bool,
+    ) -> anyhow::Result<Daemon> {
+        let n = self.daemons_started.fetch_add(1, Ordering::SeqCst) + 1;
+        let log_path = if n == 1 {
+            self.env.log_dir.join(format!("{}.log", self.name))
+        } else {
+            self.env.log_dir.join(format!("{}-{n}.log", self.name))
+        };
+        let extra: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        let mut last_error = None;
+        for _ in 0..3 {
+            let defaults = flags((free_port()?, free_port()?));
+            let args = daemon_args(&defaults, &extra);
+            match Daemon::start(
+                &self.env,
+                program,
+                &args,
+                rust_log,
+                &log_path,
+                answering_only,
+            )
+            .await
+            {
+                Ok(d) => return Ok(d),
+                Err(StartError::PortTaken(e)) => last_error = Some(e),
+                Err(StartError::Other(e)) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| anyhow!("scheduler did not start")))
+    }
+
+    /// Starts Volcano's own scheduler (`vc-scheduler` at `bin`, built by
+    /// `e2e/build-volcano.sh scheduler`) for this test, with the flags volcano-rs gets, its
+    /// health and metrics servers on, and `extra_args`. Returns once `/healthz` answers 200.
+    pub async fn volcano_scheduler(
+        &self,
+        bin: &Path,
+        extra_args: &[&str],
+    ) -> anyhow::Result<Daemon> {
+        let program = Program {
+            bin,
+            subcommand: None,
+            ready_path: "/healthz",
+        };
+        let flags = |ports| {
+            let mut f = self.scheduler_flags(ports);
+            f.extend([
+                ("--enable-healthz", "true".to_string()),
+                ("--enable-metrics", "true".to_string()),
+            ]);
+            f
+        };
+        self.start_scheduler(&program, "", flags, extra_args, false)
+            .await
+    }
 }

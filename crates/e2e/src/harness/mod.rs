@@ -524,42 +524,25 @@ impl TestCtx {
         extra_args: &[&str],
         answering_only: bool,
     ) -> anyhow::Result<Daemon> {
-        let n = self.daemons_started.fetch_add(1, Ordering::SeqCst) + 1;
-        let log_path = if n == 1 {
-            self.env.log_dir.join(format!("{}.log", self.name))
-        } else {
-            self.env.log_dir.join(format!("{}-{n}.log", self.name))
+        let program = daemon::Program {
+            bin: &self.env.daemon_bin,
+            subcommand: Some("run"),
+            ready_path: "/readyz",
         };
-        let extra: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
-        // A free port found by binding :0 may be taken again before the daemon binds it;
-        // such a start is retried with new ports.
-        let mut last_error = None;
-        for _ in 0..3 {
-            let defaults = vec![
-                ("--kubeconfig", self.env.kubeconfig.display().to_string()),
-                ("--scheduler-name", self.scheduler.clone()),
-                (
-                    "--node-selector",
-                    format!("{}:{}", self.label.0, self.label.1),
-                ),
-                ("--leader-elect", "false".to_string()),
+        let flags = |ports: (u16, u16)| {
+            let mut f = self.scheduler_flags(ports);
+            f.extend([
                 ("--leader-elect-resource-name", self.lease_name()),
                 (
                     "--leader-elect-resource-namespace",
                     LEASE_NAMESPACE.to_string(),
                 ),
                 ("--schedule-period", "200ms".to_string()),
-                ("--listen-address", format!("127.0.0.1:{}", free_port()?)),
-                ("--healthz-address", format!("127.0.0.1:{}", free_port()?)),
-            ];
-            let args = daemon_args(&defaults, &extra);
-            match Daemon::start(&self.env, &args, rust_log, &log_path, answering_only).await {
-                Ok(d) => return Ok(d),
-                Err(StartError::PortTaken(e)) => last_error = Some(e),
-                Err(StartError::Other(e)) => return Err(e),
-            }
-        }
-        Err(last_error.unwrap_or_else(|| anyhow!("daemon did not start")))
+            ]);
+            f
+        };
+        self.start_scheduler(&program, rust_log, flags, extra_args, answering_only)
+            .await
     }
 
     /// Deletes everything of this test: the namespace with its contents, its nodes, Queues,
@@ -1050,6 +1033,12 @@ mod tests {
             kc
         ));
         assert!(!is_e2e_daemon(b"", kc));
+        let volcano = b"/c/vc-scheduler\0--kubeconfig=/k/config\0--scheduler-name=e2e-bench\0";
+        assert!(is_e2e_daemon(volcano, kc));
+        assert!(!is_e2e_daemon(
+            b"/w/target/debug/volcano-rs\0--kubeconfig=/k/config\0--scheduler-name=e2e-x\0",
+            kc
+        ));
     }
 
     #[tokio::test]
