@@ -683,7 +683,8 @@ async fn phases(ctx: &TestCtx, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
     watch.abort();
     for p in out
         .iter_mut()
-        .filter(|p| !p.name.contains("steady") && !p.name.starts_with("ceiling"))
+        // The phases that start a scheduler and wait for its binds (backlog, gang).
+        .filter(|p| p.first_bind_seconds.is_some())
     {
         p.ratio_to_ceiling = Some(p.pods_per_sec / ceiling_rate);
         p.binding_ratio_to_ceiling = p.binding_pods_per_sec.map(|r| r / ceiling_rate);
