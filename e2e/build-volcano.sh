@@ -36,12 +36,13 @@ for arg in "$@"; do
 done
 
 if [[ $component == controller-manager ]]; then
-	VOLCANO_BIN=$E2E_CACHE/bin/volcano-${VOLCANO_VERSION}_r${VOLCANO_RECIPE}
+	build_name=volcano
 	CRDS=(batch.volcano.sh_jobs.yaml bus.volcano.sh_commands.yaml)
 else
-	VOLCANO_BIN=$E2E_CACHE/bin/volcano-scheduler-${VOLCANO_VERSION}_r${VOLCANO_RECIPE}
+	build_name=volcano-scheduler
 	CRDS=()
 fi
+VOLCANO_BIN=$E2E_CACHE/bin/$build_name-${VOLCANO_VERSION}_r${VOLCANO_RECIPE}
 BINARY=vc-$component
 STAMP=$VOLCANO_BIN/.stamp
 
@@ -51,11 +52,7 @@ complete() {
 	for c in "${CRDS[@]}"; do [[ -s $VOLCANO_BIN/crds/$c ]] || return 1; done
 }
 
-if [[ $component == controller-manager ]]; then
-	e2e_build_once volcano "$force" "$VOLCANO_BIN"
-else
-	e2e_build_once volcano-scheduler "$force" "$VOLCANO_BIN"
-fi
+e2e_build_once "$build_name" "$force" "$VOLCANO_BIN"
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false -trimpath"
 go_version=$(go env GOVERSION)
