@@ -64,8 +64,10 @@ impl QueueUsage {
                     job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource());
             }
         }
-        let min = job.spec.min_resources.clone().unwrap_or_default();
-        usage.elastic = exceeded_part(Some(&job.allocated), Some(&min));
+        usage.elastic = match &job.spec.min_resources {
+            Some(min) => exceeded_part(Some(&job.allocated), Some(min)),
+            None => exceeded_part(Some(&job.allocated), Some(&Resource::empty())),
+        };
         usage
     }
 

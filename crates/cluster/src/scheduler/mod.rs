@@ -18,6 +18,7 @@
 //! asks: a period (or less when pending work arrives), a leadership change, a watch recovery.
 
 mod report;
+mod session_thread;
 mod sink;
 #[cfg(test)]
 mod tests;
@@ -191,6 +192,7 @@ pub struct Scheduler {
     last_state_check: Option<Instant>,
     sessions_paused: bool,
     seen: report::SeenSeries,
+    session_thread: session_thread::SessionThread,
 }
 
 impl Scheduler {
@@ -220,6 +222,7 @@ impl Scheduler {
             last_state_check: None,
             sessions_paused: false,
             seen: report::SeenSeries::default(),
+            session_thread: session_thread::SessionThread::start(),
         }
     }
 
@@ -465,6 +468,7 @@ impl Scheduler {
         // a session with nothing new to decide. Work announced from here on wakes the next.
         let _ = futures::FutureExt::now_or_never(self.shared.work.notified());
         let snapshot = self.shared.snapshot();
+        let shares_searches = engine::actions::wants_pool(snapshot.node_table().specs.len());
         let (registry, options) = (self.registry.clone(), self.session_options.clone());
         let uid = format!("{}-{}", self.identity, self.cycle);
         let session = move || {
@@ -477,15 +481,21 @@ impl Scheduler {
             let decisions = ssn.close();
             (decisions, opened, timings, start.elapsed())
         };
-        // On the sessions' pool, so the session's parallel work needs no further hand-over.
+        // A session that shares its searches runs on the pool, so they need no further
+        // hand-over; a smaller one on the session thread (`session_thread.rs`).
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let on_pool = move || {
+        let work: session_thread::Work = Box::new(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(session));
             let _ = tx.send(result);
+        });
+        let placed = if shares_searches {
+            engine::actions::spawn_on_session_pool(work)
+        } else {
+            self.session_thread.run(work)
         };
-        if let Err(on_pool) = engine::actions::spawn_on_session_pool(on_pool) {
-            // No pool: one of the runtime's blocking threads.
-            drop(tokio::task::spawn_blocking(on_pool));
+        if let Err(work) = placed {
+            // No pool or no session thread: one of the runtime's blocking threads.
+            drop(tokio::task::spawn_blocking(work));
         }
         let run: Result<_, Box<dyn std::any::Any + Send>> = rx
             .await

@@ -375,7 +375,7 @@ const SEARCH_BATCH: usize = 256;
 /// Clusters smaller than this are searched and scored on the session's own thread: waking the
 /// pool's other threads costs more CPU than the work they would share (in steady state a
 /// session places a pod or two).
-const PARALLEL_MIN_NODES: usize = 1024;
+pub(crate) const PARALLEL_MIN_NODES: usize = 1024;
 
 /// Whether work over a cluster of `nodes` nodes is shared with the pool's other threads: not
 /// on a small cluster (above), nor when the pool has no other thread, where a parallel

@@ -48,19 +48,32 @@ pub fn action_by_name(name: &str) -> Option<ActionFn> {
 /// Runs the configured actions in order (§2.3, §2.6). Returns the wall time of each action
 /// as measured by `clock` (the engine reads no clock itself).
 ///
-/// The actions run inside rayon's pool, so the parallel node searches they start are picked up
-/// by the pool's own threads instead of being handed over from a foreign thread each time (a
-/// hand-over per search costs more than a small search itself).
+/// On a cluster large enough to share its node searches ([`wants_pool`]) the actions run
+/// inside rayon's pool, so the parallel searches they start are picked up by the pool's own
+/// threads instead of being handed over from a foreign thread each time (a hand-over per
+/// search costs more than a small search itself). On a smaller one they run where they are
+/// called: nothing in them would use the pool.
 pub fn run_configured_actions(
     ssn: &mut Session,
     clock: &(dyn Fn() -> std::time::Duration + Sync),
 ) -> Vec<(String, std::time::Duration)> {
     let mut timings = Vec::new();
-    match pool() {
+    let pool = if wants_pool(ssn.state.nodes().len()) {
+        pool()
+    } else {
+        None
+    };
+    match pool {
         Some(pool) => pool.install(|| run_actions(ssn, clock, &mut timings)),
         None => run_actions(ssn, clock, &mut timings),
     }
     timings
+}
+
+/// Whether a session over `nodes` nodes shares its node searches with the pool's threads
+/// (below that size every search and score runs on the session's own thread).
+pub fn wants_pool(nodes: usize) -> bool {
+    nodes >= helper::PARALLEL_MIN_NODES
 }
 
 /// The pool sessions run their parallel work on (size from `RAYON_NUM_THREADS`, else one

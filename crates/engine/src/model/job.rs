@@ -16,6 +16,9 @@ use super::resource::Resource;
 use super::status::TaskStatus;
 use super::task::TaskInfo;
 
+/// A job's tasks in the order they were added.
+pub type TaskList = smallvec::SmallVec<[TaskId; 4]>;
+
 /// PodGroup phases (spec/kubernetes.md §5.3).
 pub mod phase {
     pub const PENDING: &str = "Pending";
@@ -94,9 +97,13 @@ pub struct JobInfo {
     pub queue: Option<QueueId>,
     /// From the PriorityClass the spec names, as the session's snapshot holds it.
     pub priority: i32,
-    pub tasks: Vec<TaskId>,
+    /// Inline up to four: most jobs are small, and a table of them is built every session.
+    pub tasks: TaskList,
     counts: [u32; 10],
     pending_best_effort: u32,
+    /// Tasks whose pods wait on a scheduling gate other than Volcano's own
+    /// ([`JobInfo::deduct_sch_gated_resources`] walks the tasks only when there are some).
+    gated_tasks: u32,
     pub allocated: Resource,
     pub total_request: Resource,
     /// Shared with the spec's observed status until the session changes it
@@ -146,9 +153,10 @@ impl JobInfo {
             owned: true,
             queue: None,
             priority: 0,
-            tasks: Vec::new(),
+            tasks: TaskList::new(),
             counts: [0; 10],
             pending_best_effort: 0,
+            gated_tasks: 0,
             allocated: Resource::empty(),
             total_request: Resource::empty(),
             nodes_fit_errors: HashMap::new(),
@@ -175,6 +183,9 @@ impl JobInfo {
     /// Adds a task's contribution to the counters (`AddTaskInfo`).
     pub fn add_task(&mut self, id: TaskId, task: &TaskInfo) {
         self.tasks.push(id);
+        if task.spec.sch_gated && !task.spec.only_volcano_gate {
+            self.gated_tasks += 1;
+        }
         self.count_in(task, task.status);
         self.total_request.add(task.resreq());
     }
@@ -445,6 +456,9 @@ impl JobInfo {
     /// job's scheduling-gated tasks (tasks held only by Volcano's queue-allocation gate still
     /// count), each dimension floored at 0; scalars `res` lacks are ignored.
     pub fn deduct_sch_gated_resources(&self, tasks: &[TaskInfo], res: &Resource) -> Resource {
+        if self.gated_tasks == 0 {
+            return res.clone();
+        }
         let mut gated = Resource::empty();
         for &t in &self.tasks {
             let spec = &tasks[t.index()].spec;

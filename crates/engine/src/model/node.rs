@@ -89,8 +89,9 @@ pub struct NodeInfo {
     pub used: Resource,
     pub releasing: Resource,
     pub pipelined: Resource,
-    /// Tasks on the node, each with the status it was accounted under.
-    pub tasks: Vec<(TaskId, TaskStatus)>,
+    /// Tasks on the node, each with the status it was accounted under (inline up to four:
+    /// the node table is built every session).
+    pub tasks: smallvec::SmallVec<[(TaskId, TaskStatus); 4]>,
     /// The node's measured load, if a metrics source reported one.
     pub usage: Option<NodeUsage>,
 }
@@ -102,7 +103,7 @@ impl NodeInfo {
             used: Resource::empty(),
             releasing: Resource::empty(),
             pipelined: Resource::empty(),
-            tasks: Vec::new(),
+            tasks: smallvec::SmallVec::new(),
             usage: None,
             spec,
         }

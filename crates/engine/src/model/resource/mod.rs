@@ -296,9 +296,7 @@ impl Resource {
     pub fn add(&mut self, rr: &Resource) -> &mut Self {
         self.milli_cpu += rr.milli_cpu;
         self.memory += rr.memory;
-        for (n, v) in rr.scalars.iter() {
-            self.scalars.add(n, v);
-        }
+        self.scalars.add_all(&rr.scalars, 1.0);
         self
     }
 
@@ -313,8 +311,9 @@ impl Resource {
 
     /// Subtraction that may go negative; insufficient dimensions are logged as an error.
     pub fn sub_without_assert(&mut self, rr: &Resource) -> &mut Self {
-        let (ok, names) = rr.less_equal_with_resources_name(self, DimensionDefault::Zero);
-        if !ok {
+        // The plain check is the same test without collecting names; names only for the log.
+        if !rr.less_equal(self, DimensionDefault::Zero) {
+            let (_, names) = rr.less_equal_with_resources_name(self, DimensionDefault::Zero);
             tracing::error!(
                 "resources <{names:?}> are not sufficient to do operation: <{self}> sub <{rr}>"
             );
@@ -325,9 +324,7 @@ impl Resource {
     fn sub_unchecked(&mut self, rr: &Resource) -> &mut Self {
         self.milli_cpu -= rr.milli_cpu;
         self.memory -= rr.memory;
-        for (n, v) in rr.scalars.iter() {
-            self.scalars.add(n, -v);
-        }
+        self.scalars.add_all(&rr.scalars, -1.0);
         self
     }
 
@@ -621,6 +618,30 @@ impl Resource {
         self.greater_partly_with_dimension(Some(rr), &filtered)
     }
 
+    /// The first half of `diff(rr, Zero)` alone, computed the same way: what `self` holds
+    /// beyond `rr` (proportion asks it of every job in every session).
+    pub fn diff_increased(&self, rr: &Resource) -> Resource {
+        const INFINITE: f64 = -1.0;
+        let mut increased = Resource::empty();
+        if self.milli_cpu > rr.milli_cpu {
+            increased.milli_cpu = self.milli_cpu - rr.milli_cpu;
+        }
+        if self.memory > rr.memory {
+            increased.memory = self.memory - rr.memory;
+        }
+        let pad = DimensionDefault::Zero.padding();
+        for n in union_names(&self.scalars, &rr.scalars) {
+            let l = self.scalars.get(n).unwrap_or(pad);
+            let r = rr.scalars.get(n).unwrap_or(pad);
+            if l == INFINITE {
+                increased.scalars.set(n, l);
+            } else if r != INFINITE && l > r {
+                increased.scalars.set(n, l - r);
+            }
+        }
+        increased
+    }
+
     /// `(increased, decreased)` between `self` and `rr`. Missing scalars are padded with `d`'s
     /// value (0 or −1); a −1 on the left makes the scalar "infinitely" increased (−1), a −1 on
     /// the right infinitely decreased. Equal values land in `decreased` as 0. The −1 check
@@ -802,7 +823,7 @@ pub fn exceeded_part(left: Option<&Resource>, right: Option<&Resource>) -> Resou
     match (left, right) {
         (Some(l), None) => l.clone(),
         (None, _) => Resource::empty(),
-        (Some(l), Some(r)) => l.diff(r, DimensionDefault::Zero).0,
+        (Some(l), Some(r)) => l.diff_increased(r),
     }
 }
 

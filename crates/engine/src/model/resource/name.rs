@@ -88,8 +88,16 @@ impl From<&str> for ResourceName {
 /// Small map `ResourceName → f64`, kept sorted by handle; allocation-free for up to four
 /// entries (the common case: `pods` plus one device). An entry holding 0 is distinct from a
 /// missing entry, as in Volcano's map.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Scalars(pub(super) SmallVec<[(ResourceName, f64); 4]>);
+
+impl Clone for Scalars {
+    /// A copy of the entries at once: the derived clone copies them one by one, and resources
+    /// are cloned for every job and node of every session.
+    fn clone(&self) -> Self {
+        Scalars(SmallVec::from_slice(&self.0))
+    }
+}
 
 impl Scalars {
     /// An empty map.
@@ -116,6 +124,21 @@ impl Scalars {
         match self.position(n) {
             Ok(i) => self.0[i].1 = v,
             Err(i) => self.0.insert(i, (n, v)),
+        }
+    }
+
+    /// Adds every entry of `other` (Go's `m[n] += v` for each), creating missing entries at 0
+    /// first. When both hold the same names, as a node's and its pods' usually do, the values
+    /// are added in place without a search.
+    pub fn add_all(&mut self, other: &Scalars, sign: f64) {
+        if self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a.0 == b.0) {
+            for (a, b) in self.0.iter_mut().zip(&other.0) {
+                a.1 += sign * b.1;
+            }
+            return;
+        }
+        for &(n, v) in &other.0 {
+            self.add(n, sign * v);
         }
     }
 

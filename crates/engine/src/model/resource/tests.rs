@@ -829,6 +829,35 @@ mod props {
     }
 
     proptest! {
+        /// The shortcuts on the session's hot paths give what the general forms give.
+        #[test]
+        fn shortcuts_match_general_forms(l in resource(), r in resource()) {
+            prop_assert_eq!(l.diff_increased(&r), l.diff(&r, Zero).0);
+            prop_assert_eq!(
+                r.less_equal(&l, Zero),
+                r.less_equal_with_resources_name(&l, Zero).0
+            );
+            let mut fast = l.clone();
+            fast.add(&r);
+            let mut slow = l.clone();
+            slow.milli_cpu += r.milli_cpu;
+            slow.memory += r.memory;
+            for (n, v) in r.scalars.iter() {
+                slow.scalars.add(n, v);
+            }
+            prop_assert_eq!(&fast, &slow);
+            let mut fast = l.clone();
+            fast.sub_without_assert(&r);
+            let mut slow = l.clone();
+            slow.milli_cpu -= r.milli_cpu;
+            slow.memory -= r.memory;
+            for (n, v) in r.scalars.iter() {
+                slow.scalars.add(n, -v);
+            }
+            prop_assert_eq!(&fast, &slow);
+            prop_assert_eq!(&l.clone(), &l);
+        }
+
         #[test]
         fn add_then_sub_restores(a in resource(), b in resource()) {
             let mut c = a.clone();

@@ -124,7 +124,7 @@ fn policy_minimums_count_sub_jobs_by_policy() {
     std::sync::Arc::make_mut(&mut job.spec).sub_group_policy = policies.to_vec();
     std::sync::Arc::make_mut(&mut job.spec).has_sub_group_policy = true;
     job.has_policies = true;
-    job.tasks = ids(2);
+    job.tasks = ids(2).into();
     job.sub_jobs = build("j", &policies, None, &job.tasks, &tasks);
     assert!(job.check_sub_job_valid());
     assert!(
