@@ -629,14 +629,36 @@ impl Resource {
         if self.memory > rr.memory {
             increased.memory = self.memory - rr.memory;
         }
+        // Both maps are sorted by name: one merge over them visits the names `union_names`
+        // gives, in its order, and the entries come out sorted without a search.
         let pad = DimensionDefault::Zero.padding();
-        for n in union_names(&self.scalars, &rr.scalars) {
-            let l = self.scalars.get(n).unwrap_or(pad);
-            let r = rr.scalars.get(n).unwrap_or(pad);
+        let (ours, theirs) = (self.scalars.0.as_slice(), rr.scalars.0.as_slice());
+        let (mut i, mut j) = (0, 0);
+        loop {
+            let (n, l, r) = match (ours.get(i), theirs.get(j)) {
+                (Some(&(a, l)), Some(&(b, r))) if a == b => {
+                    i += 1;
+                    j += 1;
+                    (a, l, r)
+                }
+                (Some(&(a, l)), Some(&(b, _))) if a < b => {
+                    i += 1;
+                    (a, l, pad)
+                }
+                (_, Some(&(b, r))) => {
+                    j += 1;
+                    (b, pad, r)
+                }
+                (Some(&(a, l)), None) => {
+                    i += 1;
+                    (a, l, pad)
+                }
+                (None, None) => break,
+            };
             if l == INFINITE {
-                increased.scalars.set(n, l);
+                increased.scalars.0.push((n, l));
             } else if r != INFINITE && l > r {
-                increased.scalars.set(n, l - r);
+                increased.scalars.0.push((n, l - r));
             }
         }
         increased
