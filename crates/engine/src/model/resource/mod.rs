@@ -39,7 +39,7 @@ mod kinds;
 mod name;
 
 pub use kinds::{is_count_quota, is_scalar_resource_name};
-use name::union_names;
+use name::union_entries;
 pub use name::{ResourceName, Scalars};
 
 /// Tolerance of "≤" comparisons and threshold of "non-zero", in each dimension's stored unit.
@@ -618,50 +618,10 @@ impl Resource {
         self.greater_partly_with_dimension(Some(rr), &filtered)
     }
 
-    /// The first half of `diff(rr, Zero)` alone, computed the same way: what `self` holds
-    /// beyond `rr` (proportion asks it of every job in every session).
+    /// The first half of `diff(rr, Zero)` alone: what `self` holds beyond `rr` (proportion
+    /// asks it of every job in every session).
     pub fn diff_increased(&self, rr: &Resource) -> Resource {
-        const INFINITE: f64 = -1.0;
-        let mut increased = Resource::empty();
-        if self.milli_cpu > rr.milli_cpu {
-            increased.milli_cpu = self.milli_cpu - rr.milli_cpu;
-        }
-        if self.memory > rr.memory {
-            increased.memory = self.memory - rr.memory;
-        }
-        // Both maps are sorted by name: one merge over them visits the names `union_names`
-        // gives, in its order, and the entries come out sorted without a search.
-        let pad = DimensionDefault::Zero.padding();
-        let (ours, theirs) = (self.scalars.0.as_slice(), rr.scalars.0.as_slice());
-        let (mut i, mut j) = (0, 0);
-        loop {
-            let (n, l, r) = match (ours.get(i), theirs.get(j)) {
-                (Some(&(a, l)), Some(&(b, r))) if a == b => {
-                    i += 1;
-                    j += 1;
-                    (a, l, r)
-                }
-                (Some(&(a, l)), Some(&(b, _))) if a < b => {
-                    i += 1;
-                    (a, l, pad)
-                }
-                (_, Some(&(b, r))) => {
-                    j += 1;
-                    (b, pad, r)
-                }
-                (Some(&(a, l)), None) => {
-                    i += 1;
-                    (a, l, pad)
-                }
-                (None, None) => break,
-            };
-            if l == INFINITE {
-                increased.scalars.0.push((n, l));
-            } else if r != INFINITE && l > r {
-                increased.scalars.0.push((n, l - r));
-            }
-        }
-        increased
+        self.diff_into(rr, DimensionDefault::Zero, None)
     }
 
     /// `(increased, decreased)` between `self` and `rr`. Missing scalars are padded with `d`'s
@@ -669,34 +629,47 @@ impl Resource {
     /// the right infinitely decreased. Equal values land in `decreased` as 0. The −1 check
     /// applies to real values too, whatever `d` is.
     pub fn diff(&self, rr: &Resource, d: DimensionDefault) -> (Resource, Resource) {
+        let mut decreased = Resource::empty();
+        let increased = self.diff_into(rr, d, Some(&mut decreased));
+        (increased, decreased)
+    }
+
+    /// [`Resource::diff`]'s increased half, and its decreased half into `decreased` when asked.
+    fn diff_into(
+        &self,
+        rr: &Resource,
+        d: DimensionDefault,
+        mut decreased: Option<&mut Resource>,
+    ) -> Resource {
         const INFINITE: f64 = -1.0;
         let mut increased = Resource::empty();
-        let mut decreased = Resource::empty();
         if self.milli_cpu > rr.milli_cpu {
             increased.milli_cpu = self.milli_cpu - rr.milli_cpu;
-        } else {
-            decreased.milli_cpu = rr.milli_cpu - self.milli_cpu;
+        } else if let Some(dec) = decreased.as_deref_mut() {
+            dec.milli_cpu = rr.milli_cpu - self.milli_cpu;
         }
         if self.memory > rr.memory {
             increased.memory = self.memory - rr.memory;
-        } else {
-            decreased.memory = rr.memory - self.memory;
+        } else if let Some(dec) = decreased.as_deref_mut() {
+            dec.memory = rr.memory - self.memory;
         }
         let pad = d.padding();
-        for n in union_names(&self.scalars, &rr.scalars) {
-            let l = self.scalars.get(n).unwrap_or(pad);
-            let r = rr.scalars.get(n).unwrap_or(pad);
+        // The merge visits names in order, so each entry lands at the end of its map.
+        for (n, l, r) in union_entries(&self.scalars, &rr.scalars) {
+            let (l, r) = (l.unwrap_or(pad), r.unwrap_or(pad));
             if l == INFINITE {
-                increased.scalars.set(n, l);
+                increased.scalars.0.push((n, l));
             } else if r == INFINITE {
-                decreased.scalars.set(n, r);
+                if let Some(dec) = decreased.as_deref_mut() {
+                    dec.scalars.0.push((n, r));
+                }
             } else if l > r {
-                increased.scalars.set(n, l - r);
-            } else {
-                decreased.scalars.set(n, r - l);
+                increased.scalars.0.push((n, l - r));
+            } else if let Some(dec) = decreased.as_deref_mut() {
+                dec.scalars.0.push((n, r - l));
             }
         }
-        (increased, decreased)
+        increased
     }
 
     /// In place: cpu and memory become the minimum; each scalar of `self` becomes the

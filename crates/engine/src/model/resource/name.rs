@@ -187,34 +187,31 @@ impl FromIterator<(ResourceName, f64)> for Scalars {
     }
 }
 
-/// Names present in either map, in handle order (both maps are sorted, so this is a merge).
-pub(super) fn union_names<'a>(
+/// The entries of either map, in handle order, as `(name, left value, right value)` (both maps
+/// are sorted, so this is one merge without a search).
+pub(super) fn union_entries<'a>(
     a: &'a Scalars,
     b: &'a Scalars,
-) -> impl Iterator<Item = ResourceName> + 'a {
+) -> impl Iterator<Item = (ResourceName, Option<f64>, Option<f64>)> + 'a {
     let (mut i, mut j) = (0, 0);
-    std::iter::from_fn(move || {
-        let left = a.0.get(i).map(|e| e.0);
-        let right = b.0.get(j).map(|e| e.0);
-        match (left, right) {
-            (Some(l), Some(r)) if l == r => {
-                i += 1;
-                j += 1;
-                Some(l)
-            }
-            (Some(l), Some(r)) if l < r => {
-                i += 1;
-                Some(l)
-            }
-            (_, Some(r)) => {
-                j += 1;
-                Some(r)
-            }
-            (Some(l), None) => {
-                i += 1;
-                Some(l)
-            }
-            (None, None) => None,
+    std::iter::from_fn(move || match (a.0.get(i), b.0.get(j)) {
+        (Some(&(l, lv)), Some(&(r, rv))) if l == r => {
+            i += 1;
+            j += 1;
+            Some((l, Some(lv), Some(rv)))
         }
+        (Some(&(l, lv)), Some(&(r, _))) if l < r => {
+            i += 1;
+            Some((l, Some(lv), None))
+        }
+        (_, Some(&(r, rv))) => {
+            j += 1;
+            Some((r, None, Some(rv)))
+        }
+        (Some(&(l, lv)), None) => {
+            i += 1;
+            Some((l, Some(lv), None))
+        }
+        (None, None) => None,
     })
 }
