@@ -27,7 +27,7 @@
 //! scheduler has no count of sessions that decided nothing: its figure is all its sessions
 //! (`volcano_e2e_scheduling_latency_milliseconds_count`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -110,6 +110,8 @@ pub struct Phase {
     pub sessions_all: Option<f64>,
     /// The daemon's CPU seconds over Volcano's for the same phase, when both ran.
     pub cpu_ratio_to_volcano: Option<f64>,
+    /// The daemon's API writes over the phase, by kind (`volcano_api_writes_total`).
+    pub writes: BTreeMap<&'static str, f64>,
 }
 
 /// When each pod was first seen bound, by name.
@@ -213,19 +215,43 @@ impl Scheduler<'_> {
 }
 
 /// Sessions so far: (decided, empty) for the daemon, (all, 0) for Volcano's scheduler.
-async fn sessions(daemon: &Daemon, scheduler: Scheduler<'_>) -> (f64, f64) {
-    let text = daemon.metrics().await.unwrap_or_default();
+/// The `write` labels of `volcano_api_writes_total` (`cluster::api_client::classify`).
+const WRITE_KINDS: [&str; 7] = [
+    "bind",
+    "event",
+    "pod status",
+    "pod delete",
+    "podgroup status",
+    "queue status",
+    "other",
+];
+
+/// The daemon's writes so far by kind; empty for Volcano's scheduler.
+fn writes(text: &str, scheduler: Scheduler<'_>) -> BTreeMap<&'static str, f64> {
+    if !matches!(scheduler, Scheduler::VolcanoRs) {
+        return BTreeMap::new();
+    }
+    WRITE_KINDS
+        .iter()
+        .filter_map(|&k| {
+            Daemon::metric_value(text, "volcano_api_writes_total", &[("write", k)]).map(|v| (k, v))
+        })
+        .collect()
+}
+
+/// The sessions so far: decided and empty (the daemon), or all of them (Volcano's scheduler).
+fn sessions_in(text: &str, scheduler: Scheduler<'_>) -> (f64, f64) {
     match scheduler {
         Scheduler::VolcanoRs => {
             let get = |outcome| {
-                Daemon::metric_value(&text, "volcano_sessions_total", &[("outcome", outcome)])
+                Daemon::metric_value(text, "volcano_sessions_total", &[("outcome", outcome)])
                     .unwrap_or(0.0)
             };
             (get("decided"), get("empty"))
         }
         Scheduler::Volcano(_) => {
             let all = Daemon::metric_value(
-                &text,
+                text,
                 "volcano_e2e_scheduling_latency_milliseconds_count",
                 &[],
             );
@@ -240,6 +266,7 @@ struct Meter<'a> {
     scheduler: Scheduler<'a>,
     cpu: Option<f64>,
     sessions: (f64, f64),
+    writes: BTreeMap<&'static str, f64>,
 }
 
 impl<'a> Meter<'a> {
@@ -251,17 +278,21 @@ impl<'a> Meter<'a> {
             scheduler,
             cpu: Some(0.0),
             sessions: (0.0, 0.0),
+            writes: BTreeMap::new(),
         }
     }
 
     /// From now on, for a daemon already running.
     async fn start(daemon: &Daemon, scheduler: Scheduler<'a>) -> Meter<'a> {
         reset_peak_rss(daemon.pid());
+        let cpu = cpu_seconds(daemon.pid());
+        let text = daemon.metrics().await.unwrap_or_default();
         Meter {
             pid: daemon.pid(),
             scheduler,
-            cpu: cpu_seconds(daemon.pid()),
-            sessions: sessions(daemon, scheduler).await,
+            cpu,
+            sessions: sessions_in(&text, scheduler),
+            writes: writes(&text, scheduler),
         }
     }
 
@@ -269,7 +300,13 @@ impl<'a> Meter<'a> {
         phase.scheduler = self.scheduler.name();
         phase.cpu_seconds = cpu_seconds(self.pid).zip(self.cpu).map(|(b, a)| b - a);
         phase.peak_rss_mib = peak_rss_mib(self.pid);
-        let (a, b) = sessions(daemon, self.scheduler).await;
+        let text = daemon.metrics().await.unwrap_or_default();
+        let (a, b) = sessions_in(&text, self.scheduler);
+        phase.writes = writes(&text, self.scheduler)
+            .into_iter()
+            .map(|(k, v)| (k, v - self.writes.get(k).copied().unwrap_or(0.0)))
+            .filter(|&(_, v)| v > 0.0)
+            .collect();
         match self.scheduler {
             Scheduler::VolcanoRs => {
                 phase.sessions_decided = Some(a - self.sessions.0);

@@ -252,11 +252,19 @@ fn run_command(args: RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(volcano_rs::daemon::run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+    // The daemon runs as a task on the workers, not on this thread: the scheduler loop hands
+    // writes and sessions to tasks and threads, and from a thread outside the runtime each
+    // hand-over woke a worker through the kernel (docs/benchmarks.md).
+    let daemon = runtime.spawn(volcano_rs::daemon::run(args));
+    match runtime.block_on(daemon) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
             // Once: the log goes to stderr too.
             tracing::error!("{e:#}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            tracing::error!("the daemon task ended abnormally: {e}");
             ExitCode::from(1)
         }
     }
