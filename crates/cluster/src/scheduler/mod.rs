@@ -193,6 +193,8 @@ pub struct Scheduler {
     sessions_paused: bool,
     seen: report::SeenSeries,
     session_thread: session_thread::SessionThread,
+    /// What the last session took, for where the next one runs (`session_thread.rs`).
+    last_session_took: Option<Duration>,
 }
 
 impl Scheduler {
@@ -223,6 +225,7 @@ impl Scheduler {
             sessions_paused: false,
             seen: report::SeenSeries::default(),
             session_thread: session_thread::SessionThread::start(),
+            last_session_took: None,
         }
     }
 
@@ -468,7 +471,11 @@ impl Scheduler {
         // a session with nothing new to decide. Work announced from here on wakes the next.
         let _ = futures::FutureExt::now_or_never(self.shared.work.notified());
         let snapshot = self.shared.snapshot();
-        let shares_searches = engine::actions::wants_pool(snapshot.node_table().specs.len());
+        let placement = session_thread::Placement::choose(
+            engine::actions::wants_pool(snapshot.node_table().specs.len()),
+            self.last_session_took,
+            snapshot.pod_count(),
+        );
         let (registry, options) = (self.registry.clone(), self.session_options.clone());
         let uid = format!("{}-{}", self.identity, self.cycle);
         let session = move || {
@@ -482,16 +489,20 @@ impl Scheduler {
             (decisions, opened, timings, start.elapsed())
         };
         // A session that shares its searches runs on the pool, so they need no further
-        // hand-over; a smaller one on the session thread (`session_thread.rs`).
+        // hand-over; a smaller one on the session thread, or right here when it is small for
+        // sure (`session_thread.rs`).
         let (tx, rx) = tokio::sync::oneshot::channel();
         let work: session_thread::Work = Box::new(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(session));
             let _ = tx.send(result);
         });
-        let placed = if shares_searches {
-            engine::actions::spawn_on_session_pool(work)
-        } else {
-            self.session_thread.run(work)
+        let placed = match placement {
+            session_thread::Placement::Pool => engine::actions::spawn_on_session_pool(work),
+            session_thread::Placement::Thread => self.session_thread.run(work),
+            session_thread::Placement::Worker => {
+                work();
+                Ok(())
+            }
         };
         if let Err(work) = placed {
             // No pool or no session thread: one of the runtime's blocking threads.
@@ -503,6 +514,7 @@ impl Scheduler {
         let (decisions, opened, timings, total) = match run {
             Ok(r) => r,
             Err(panic) => {
+                self.last_session_took = None;
                 let error = panic
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
@@ -513,6 +525,7 @@ impl Scheduler {
                 return None;
             }
         };
+        self.last_session_took = Some(total);
         self.metrics.observe_session(opened, &timings, total);
         report::session_metrics(&self.metrics, &self.shared, &decisions, &mut self.seen, now);
         Some(decisions)

@@ -6,8 +6,52 @@
 //! yield the processor in rounds before they sleep, and in steady state, with a session for
 //! every new pod, those rounds and the task switches they bring cost about a twentieth of the
 //! daemon's CPU. This thread blocks on its queue instead, and wakes only for the next session.
+//!
+//! A session that is small for sure runs on the async worker that asks for it instead
+//! ([`Placement::choose`]): handing it over and back took two thread wake-ups per session,
+//! and with a session per new pod that cost the daemon about 6 % of its CPU
+//! (docs/benchmarks.md). "Small for sure" is judged from what the last session took and the
+//! size of the snapshot, so that a backlog, or a relist after a broken watch, runs on this
+//! thread while the worker goes on sending binds and reading the watches.
 
 use std::sync::mpsc;
+use std::time::Duration;
+
+/// Where a session runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Placement {
+    /// On the sessions' rayon pool: it shares its node searches with the pool.
+    Pool,
+    /// On the session thread.
+    Thread,
+    /// On the async worker that started it, blocking it for the session's length.
+    Worker,
+}
+
+/// A session the last one of which took longer than this is not run on the async worker: it
+/// would hold up the watches and the binds for as long.
+pub(super) const WORKER_SESSION_BUDGET: Duration = Duration::from_millis(10);
+
+/// Snapshots of more pods than this run their sessions off the async worker, whatever the last
+/// one took: a session's tables grow with the pods, and after a relist most may be new.
+pub(super) const WORKER_SESSION_MAX_PODS: usize = 4_096;
+
+impl Placement {
+    /// The placement of a session: `shares_searches` from the engine's rule for the node
+    /// count, `last` the time the previous session took (none yet: not the worker), `pods`
+    /// the snapshot's pods.
+    pub(super) fn choose(shares_searches: bool, last: Option<Duration>, pods: usize) -> Self {
+        if shares_searches {
+            Placement::Pool
+        } else if last.is_some_and(|t| t <= WORKER_SESSION_BUDGET)
+            && pods <= WORKER_SESSION_MAX_PODS
+        {
+            Placement::Worker
+        } else {
+            Placement::Thread
+        }
+    }
+}
 
 /// A session to run, with the sending of its result.
 pub(super) type Work = Box<dyn FnOnce() + Send + 'static>;
@@ -50,6 +94,27 @@ impl SessionThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_session_small_for_sure_runs_on_the_worker() {
+        let quick = Some(WORKER_SESSION_BUDGET);
+        let slow = Some(WORKER_SESSION_BUDGET + Duration::from_micros(1));
+        assert_eq!(Placement::choose(false, quick, 1_200), Placement::Worker);
+        assert_eq!(
+            Placement::choose(false, quick, WORKER_SESSION_MAX_PODS),
+            Placement::Worker
+        );
+        // The first session, a slow last one, or a large snapshot: the session thread.
+        assert_eq!(Placement::choose(false, None, 10), Placement::Thread);
+        assert_eq!(Placement::choose(false, slow, 10), Placement::Thread);
+        assert_eq!(
+            Placement::choose(false, quick, WORKER_SESSION_MAX_PODS + 1),
+            Placement::Thread
+        );
+        // A cluster that shares its searches stays on the pool however quick.
+        assert_eq!(Placement::choose(true, quick, 10), Placement::Pool);
+        assert_eq!(Placement::choose(true, None, 10_000), Placement::Pool);
+    }
 
     #[test]
     fn runs_work_in_order_on_its_own_thread() {
