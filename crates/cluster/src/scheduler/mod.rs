@@ -473,6 +473,8 @@ impl Scheduler {
         let snapshot = self.shared.snapshot();
         let placement = session_thread::Placement::choose(
             engine::actions::wants_pool(snapshot.node_table().specs.len()),
+            conf.plugin_names()
+                .any(|n| session_thread::CALLS_OUT.contains(&n)),
             self.last_session_took,
             snapshot.pod_count(),
         );

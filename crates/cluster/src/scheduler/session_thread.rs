@@ -12,7 +12,10 @@
 //! and with a session per new pod that cost the daemon about 6 % of its CPU
 //! (docs/benchmarks.md). "Small for sure" is judged from what the last session took and the
 //! size of the snapshot, so that a backlog, or a relist after a broken watch, runs on this
-//! thread while the worker goes on sending binds and reading the watches.
+//! thread while the worker goes on sending binds and reading the watches. A session that may
+//! call out over HTTP (the `extender` plugin) never runs there: it waits for the answer by
+//! blocking its thread on the runtime, which the worker itself cannot do, and the wait would
+//! hold up everything else the worker does.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -36,14 +39,24 @@ pub(super) const WORKER_SESSION_BUDGET: Duration = Duration::from_millis(10);
 /// one took: a session's tables grow with the pods, and after a relist most may be new.
 pub(super) const WORKER_SESSION_MAX_PODS: usize = 4_096;
 
+/// The plugins whose sessions may wait for an HTTP answer (through the session options'
+/// caller, which blocks its thread on the runtime).
+pub(super) const CALLS_OUT: &[&str] = &["extender"];
+
 impl Placement {
     /// The placement of a session: `shares_searches` from the engine's rule for the node
-    /// count, `last` the time the previous session took (none yet: not the worker), `pods`
-    /// the snapshot's pods.
-    pub(super) fn choose(shares_searches: bool, last: Option<Duration>, pods: usize) -> Self {
+    /// count, `calls_out` when its configuration may make HTTP calls, `last` the time the
+    /// previous session took (none yet: not the worker), `pods` the snapshot's pods.
+    pub(super) fn choose(
+        shares_searches: bool,
+        calls_out: bool,
+        last: Option<Duration>,
+        pods: usize,
+    ) -> Self {
         if shares_searches {
             Placement::Pool
-        } else if last.is_some_and(|t| t <= WORKER_SESSION_BUDGET)
+        } else if !calls_out
+            && last.is_some_and(|t| t <= WORKER_SESSION_BUDGET)
             && pods <= WORKER_SESSION_MAX_PODS
         {
             Placement::Worker
@@ -99,21 +112,29 @@ mod tests {
     fn only_a_session_small_for_sure_runs_on_the_worker() {
         let quick = Some(WORKER_SESSION_BUDGET);
         let slow = Some(WORKER_SESSION_BUDGET + Duration::from_micros(1));
-        assert_eq!(Placement::choose(false, quick, 1_200), Placement::Worker);
         assert_eq!(
-            Placement::choose(false, quick, WORKER_SESSION_MAX_PODS),
+            Placement::choose(false, false, quick, 1_200),
+            Placement::Worker
+        );
+        assert_eq!(
+            Placement::choose(false, false, quick, WORKER_SESSION_MAX_PODS),
             Placement::Worker
         );
         // The first session, a slow last one, or a large snapshot: the session thread.
-        assert_eq!(Placement::choose(false, None, 10), Placement::Thread);
-        assert_eq!(Placement::choose(false, slow, 10), Placement::Thread);
+        assert_eq!(Placement::choose(false, false, None, 10), Placement::Thread);
+        assert_eq!(Placement::choose(false, false, slow, 10), Placement::Thread);
         assert_eq!(
-            Placement::choose(false, quick, WORKER_SESSION_MAX_PODS + 1),
+            Placement::choose(false, false, quick, WORKER_SESSION_MAX_PODS + 1),
             Placement::Thread
         );
+        // A session that may wait for an HTTP answer never blocks the worker.
+        assert_eq!(Placement::choose(false, true, quick, 10), Placement::Thread);
         // A cluster that shares its searches stays on the pool however quick.
-        assert_eq!(Placement::choose(true, quick, 10), Placement::Pool);
-        assert_eq!(Placement::choose(true, None, 10_000), Placement::Pool);
+        assert_eq!(Placement::choose(true, false, quick, 10), Placement::Pool);
+        assert_eq!(
+            Placement::choose(true, false, None, 10_000),
+            Placement::Pool
+        );
     }
 
     #[test]

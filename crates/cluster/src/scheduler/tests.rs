@@ -592,3 +592,10 @@ fn job_series_kept_by_spec_follow_figures_and_versions() {
     assert_eq!(seen.tracked(), (0, 0));
     drop(first);
 }
+
+#[test]
+fn the_plugins_that_call_out_are_named_as_the_registry_names_them() {
+    assert_eq!(session_thread::CALLS_OUT, [plugins::extender::NAME]);
+    let known = plugins::known_plugins();
+    assert!(session_thread::CALLS_OUT.iter().all(|n| known.contains(n)));
+}
