@@ -215,14 +215,15 @@ async fn run_one(
         }
     };
     let secs = start.elapsed().as_secs_f64();
-    // Every test also checks the daemons' runtime invariants: any violation they logged fails it.
+    // Every test also checks the daemons' runtime invariants and sessions: any violation or
+    // failed session they logged fails it.
     let outcome = outcome.and_then(|()| {
         let found = harness::invariant_violations(&env.log_dir, name, started_at);
         if found.is_empty() {
             Ok(())
         } else {
             Err(anyhow!(
-                "the daemon reported {} invariant violation(s), first: {}",
+                "the daemon reported {} invariant violation(s) or failed session(s), first: {}",
                 found.len(),
                 found[0]
             ))

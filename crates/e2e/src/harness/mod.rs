@@ -871,8 +871,10 @@ where
     }
 }
 
-/// The `invariant violation` lines in the logs of the daemons test `name` started (files
-/// `<name>.log` and `<name>-<n>.log` written since `since`).
+/// The lines of the logs of the daemons test `name` started (files `<name>.log` and
+/// `<name>-<n>.log` written since `since`) that no test may produce: an invariant violation,
+/// or a session that failed (it panicked: the next one may still place the pods, so a test
+/// that only waits for them would not notice).
 pub fn invariant_violations(
     log_dir: &Path,
     name: &str,
@@ -902,7 +904,7 @@ pub fn invariant_violations(
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
         found.extend(
             text.lines()
-                .filter(|l| l.contains("invariant violation"))
+                .filter(|l| l.contains("invariant violation") || l.contains("session failed"))
                 .map(|l| format!("{file}: {l}")),
         );
     }
@@ -912,6 +914,30 @@ pub fn invariant_violations(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn violations_and_failed_sessions_of_the_test_s_own_logs_are_found() {
+        let dir =
+            std::env::temp_dir().join(format!("volcano-rs-e2e-faults-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let since = std::time::SystemTime::now() - Duration::from_secs(1);
+        let lines = "INFO started\n\
+            ERROR volcano_rs_cluster::scheduler: session failed; next one in a period error=x\n\
+            WARN invariant violation: idle below zero\n\
+            INFO bound\n";
+        std::fs::write(dir.join("case.log"), lines).expect("write");
+        std::fs::write(dir.join("case-2.log"), "ERROR session failed\n").expect("write");
+        // Another test's logs, and a name that only starts like this one's.
+        std::fs::write(dir.join("other.log"), lines).expect("write");
+        std::fs::write(dir.join("case-x.log"), lines).expect("write");
+        let mut found = invariant_violations(&dir, "case", since);
+        found.sort();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].starts_with("case-2.log: "));
+        assert!(found.iter().any(|l| l.contains("session failed; next one")));
+        assert!(found.iter().any(|l| l.contains("invariant violation")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn samples_are_parsed_with_labels_escapes_and_special_values() {
