@@ -55,14 +55,8 @@ impl QueueUsage {
                 }
             }
         }
-        if job.spec.min_resources.is_some() {
-            let reserves = job.status.phase == phase::INQUEUE
-                || (job.status.phase == phase::RUNNING
-                    && job.allocated_task_num() >= job.spec.min_available);
-            if reserves {
-                usage.inqueue =
-                    job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource());
-            }
+        if job.spec.min_resources.is_some() && QueueUsage::reserves(job) {
+            usage.inqueue = job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource());
         }
         usage.elastic = match &job.spec.min_resources {
             Some(min) => exceeded_part(Some(&job.allocated), Some(min)),
@@ -71,11 +65,83 @@ impl QueueUsage {
         usage
     }
 
+    /// `self.add(&QueueUsage::of_job(ssn, job_id))`; see [`UsageSums::add_job`].
+    pub fn add_job(&mut self, ssn: &SessionState, job_id: JobId) {
+        UsageSums {
+            allocated: &mut self.allocated,
+            request: &mut self.request,
+            inqueue: &mut self.inqueue,
+            elastic: &mut self.elastic,
+        }
+        .add_job(ssn, job_id);
+    }
+
+    /// Whether a job with `minResources` reserves its unmet minimum (see [`QueueUsage::of_job`]).
+    fn reserves(job: &engine::model::JobInfo) -> bool {
+        job.status.phase == phase::INQUEUE
+            || (job.status.phase == phase::RUNNING
+                && job.allocated_task_num() >= job.spec.min_available)
+    }
+
+    /// What adding an empty resource does to a sum: `+ 0.0` turns a −0 into +0.
+    fn add_nothing(sum: &mut Resource) {
+        sum.milli_cpu += 0.0;
+        sum.memory += 0.0;
+    }
+
     pub fn add(&mut self, other: &QueueUsage) {
         self.allocated.add(&other.allocated);
         self.request.add(&other.request);
         self.inqueue.add(&other.inqueue);
         self.elastic.add(&other.elastic);
+    }
+}
+
+/// A queue's four usage sums, wherever its plugin keeps them.
+pub(crate) struct UsageSums<'a> {
+    pub allocated: &'a mut Resource,
+    pub request: &'a mut Resource,
+    pub inqueue: &'a mut Resource,
+    pub elastic: &'a mut Resource,
+}
+
+impl UsageSums<'_> {
+    /// Adds what [`QueueUsage::of_job`] gives, in the same additions in the same order, so to
+    /// the same sums to the bit, without building the job's figures apart when it has no
+    /// pending task: then they are its `allocated` twice, which is added without a copy.
+    /// Proportion and capacity add every job of the session at each open.
+    pub fn add_job(self, ssn: &SessionState, job_id: JobId) {
+        let job = ssn.job(job_id);
+        if job.count(TaskStatus::Pending) != 0 {
+            // Partial sums over the tasks first, as `of_job` adds them.
+            let usage = QueueUsage::of_job(ssn, job_id);
+            self.allocated.add(&usage.allocated);
+            self.request.add(&usage.request);
+            self.inqueue.add(&usage.inqueue);
+            self.elastic.add(&usage.elastic);
+            return;
+        }
+        self.allocated.add(&job.allocated);
+        self.request.add(&job.allocated);
+        match &job.spec.min_resources {
+            Some(min) => {
+                if QueueUsage::reserves(job) {
+                    self.inqueue
+                        .add(&job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource()));
+                } else {
+                    QueueUsage::add_nothing(self.inqueue);
+                }
+                self.elastic
+                    .add(&exceeded_part(Some(&job.allocated), Some(min)));
+            }
+            None => {
+                QueueUsage::add_nothing(self.inqueue);
+                self.elastic.add(&exceeded_part(
+                    Some(&job.allocated),
+                    Some(&Resource::empty()),
+                ));
+            }
+        }
     }
 }
 
@@ -222,6 +288,65 @@ pub(crate) use engine::model::queue::not_open_message as queue_not_open_message;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::{TestCluster, pod, queued_group};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// A job: its phase, its minimum cpu (if any) and its pods as (phase, on a node, cpu).
+    type JobCase = (usize, Option<u32>, Vec<(usize, bool, u32)>);
+
+    fn job_case() -> impl Strategy<Value = JobCase> {
+        (
+            0..3usize,
+            proptest::option::of(1..4_000u32),
+            proptest::collection::vec((0..3usize, any::<bool>(), 1..3_000u32), 0..5),
+        )
+    }
+
+    fn check_add_job_is_of_job(jobs: &[JobCase]) -> Result<(), TestCaseError> {
+        let mut c = TestCluster::new();
+        c.node(
+            "n1",
+            json!({"cpu": "1000", "memory": "4000Gi", "pods": "1000"}),
+        );
+        for (j, (phase, min, pods)) in jobs.iter().enumerate() {
+            let group = format!("job-{j}");
+            let min = min.map(|m| json!({"cpu": format!("{m}m")}));
+            let phase = ["Pending", "Inqueue", "Running"][*phase];
+            c.pod_group(queued_group(&group, "default", phase, min));
+            for (p, (status, placed, cpu)) in pods.iter().enumerate() {
+                let status = ["Pending", "Running", "Succeeded"][*status];
+                let node = (*placed || status != "Pending").then_some("n1");
+                let requests = json!({"cpu": format!("{cpu}m"), "memory": format!("{cpu}Mi")});
+                c.pod(pod(
+                    "ns",
+                    &format!("{group}-{p}"),
+                    Some(&group),
+                    status,
+                    node,
+                    requests,
+                ));
+            }
+        }
+        let ssn = c.session(&[]);
+        let (mut apart, mut in_place) = (QueueUsage::default(), QueueUsage::default());
+        for job in ssn.state.job_ids() {
+            apart.add(&QueueUsage::of_job(&ssn.state, job));
+            in_place.add_job(&ssn.state, job);
+        }
+        // Debug prints every value with its sign (−0 apart from +0), bit for bit.
+        prop_assert_eq!(format!("{apart:?}"), format!("{in_place:?}"));
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn adding_a_job_in_place_gives_the_sums_of_its_figures(
+            jobs in proptest::collection::vec(job_case(), 1..8),
+        ) {
+            check_add_job_is_of_job(&jobs)?;
+        }
+    }
 
     fn cpu(milli: f64) -> Resource {
         Resource::from_pairs(milli, 0.0, &[])

@@ -22,7 +22,7 @@ use engine::model::resource::{DimensionDefault, exceeded_part, max_resource};
 use engine::model::{JobId, QueueId, Resource, TaskId};
 
 use crate::fairness::{
-    self, EnqueueRejections, QueueUsage, compare_shares, queue_share, quota_insufficient_message,
+    self, EnqueueRejections, compare_shares, queue_share, quota_insufficient_message,
 };
 
 /// Registered plugin name.
@@ -128,11 +128,14 @@ impl QueueAttr {
     }
 
     /// Adds one job's contribution (§4.3).
-    fn add_usage(&mut self, usage: &QueueUsage) {
-        self.allocated.add(&usage.allocated);
-        self.request.add(&usage.request);
-        self.inqueue.add(&usage.inqueue);
-        self.elastic.add(&usage.elastic);
+    fn add_job(&mut self, ssn: &SessionState, job: JobId) {
+        fairness::UsageSums {
+            allocated: &mut self.allocated,
+            request: &mut self.request,
+            inqueue: &mut self.inqueue,
+            elastic: &mut self.elastic,
+        }
+        .add_job(ssn, job);
     }
 }
 
@@ -302,7 +305,7 @@ impl Plugin for Proportion {
                 ));
                 attrs.len() - 1
             });
-            attrs[i].add_usage(&QueueUsage::of_job(ssn, job_id));
+            attrs[i].add_job(ssn, job_id);
         }
 
         water_fill(&total, &mut attrs);

@@ -200,7 +200,7 @@ impl Capacity {
                 QueueAttr::flat(&ssn.queue(queue).spec, total, &total_guarantee)
             })
             .usage
-            .add(&QueueUsage::of_job(ssn, job));
+            .add_job(ssn, job);
         }
         for attr in attrs.iter_mut().flatten() {
             attr.settle_flat_deserved();
