@@ -356,9 +356,7 @@ impl Scheduler {
                     Box::pin(async move {
                         tokio::select! {
                             _ = tokio::time::sleep(period) => {}
-                            _ = shared.work.notified() => {
-                                tokio::time::sleep(Duration::from_millis(20)).await
-                            }
+                            _ = early_work(&shared) => {}
                             _ = async {
                                 loop {
                                     leader.changed().await;
@@ -545,6 +543,26 @@ impl Scheduler {
         }
     }
 }
+
+/// Resolves when work arrived that can change a decision (debounced by [`EARLY_SETTLE`]). A
+/// wake for freed capacity while nothing waits for a decision is passed over (mass deletions
+/// of other schedulers' pods would otherwise start a session every few milliseconds with
+/// nothing to decide); the periodic session still runs.
+async fn early_work(shared: &Shared) {
+    loop {
+        shared.work.notified().await;
+        tokio::time::sleep(EARLY_SETTLE).await;
+        // Under the lock: a copy of the state held while a watch updates it would make the
+        // update copy the whole pod table.
+        if shared.lock().has_waiting_work() {
+            return;
+        }
+        tracing::trace!("early wake passed over: nothing waits for a decision");
+    }
+}
+
+/// How long an early session waits after the first sign of new work, for more of it.
+const EARLY_SETTLE: Duration = Duration::from_millis(20);
 
 /// The queues the scheduler creates if missing (spec/kubernetes.md §4.8.3), reclaimable or
 /// not: the default queue, and `root` when a plugin of the configuration runs in hierarchy

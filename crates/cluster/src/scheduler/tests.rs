@@ -599,3 +599,67 @@ fn the_plugins_that_call_out_are_named_as_the_registry_names_them() {
     let known = plugins::known_plugins();
     assert!(session_thread::CALLS_OUT.iter().all(|n| known.contains(n)));
 }
+
+/// A Running pod of another scheduler on `n1`.
+fn foreign_pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"schedulerName": "default-scheduler", "nodeName": "n1",
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Running"}
+    }))
+    .expect("pod")
+}
+
+/// Runs the fixture's scheduler (a 10 s period, so every session after the first is an early
+/// one) while other schedulers' pods come and go every 10 ms, each deletion announced as
+/// freed capacity; with `ours_after`, a pod of ours arrives after that many deletions.
+/// Returns the sessions run and the binds written.
+async fn sessions_under_foreign_churn(ours_after: Option<usize>) -> (u64, usize) {
+    let (_leader_tx, leader_rx) = watch::channel(true);
+    let mut f = fixture(Box::new(leader_rx));
+    f.scheduler.period = Duration::from_secs(10);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let shared = f.shared.clone();
+    let churn = tokio::spawn(async move {
+        // The first session binds both pods of ours; nothing of ours waits after it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for i in 0..20 {
+            let name = format!("other-{i}");
+            let freed = {
+                let mut state = shared.lock();
+                state.upsert_pod(foreign_pod(&name));
+                state.delete_pod("ns", &name)
+            };
+            assert!(freed, "a deleted pod that held a node frees capacity");
+            shared.work.notify_one();
+            if ours_after == Some(i) {
+                assert!(shared.lock().upsert_pod(pending_pod("c")));
+                shared.work.notify_one();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = shutdown_tx.send(true);
+    });
+    tokio::time::timeout(Duration::from_secs(5), f.scheduler.run(shutdown_rx))
+        .await
+        .expect("ends on shutdown")
+        .expect("runs");
+    churn.await.expect("churn");
+    (f.scheduler.cycles(), f.sink.binds().len())
+}
+
+/// Freed capacity starts a session early only while something waits for a decision: other
+/// schedulers' pods deleted while nothing of ours waits start none (one session per deletion
+/// would be ~20); a pod of ours arriving among them starts one.
+#[tokio::test]
+async fn freed_capacity_starts_no_early_session_while_nothing_waits() {
+    let (sessions, binds) = sessions_under_foreign_churn(None).await;
+    assert_eq!((sessions, binds), (1, 2));
+    let (sessions, binds) = sessions_under_foreign_churn(Some(5)).await;
+    assert_eq!(binds, 3, "the pod of ours is bound early");
+    // The early session for the pod of ours; the deletions after it start none.
+    assert_eq!(sessions, 2);
+}

@@ -555,6 +555,18 @@ impl ClusterState {
         }
     }
 
+    /// Whether anything waits for a decision: a pod of ours pending, or a PodGroup that is not
+    /// Running or Completed (enqueue may admit it, or its pods wait). Only then can freed
+    /// capacity change a decision; the daemon starts no early session for it otherwise.
+    pub fn has_waiting_work(&self) -> bool {
+        use crate::model::job::phase;
+        self.pods.values().any(|p| waits(p))
+            || self.pod_groups.values().any(|e| {
+                let current = e.object.status.as_ref().map_or("", |s| s.phase.as_str());
+                current != phase::RUNNING && current != phase::COMPLETED
+            })
+    }
+
     pub fn pod_groups(&self) -> impl Iterator<Item = (&String, &Arc<PodGroup>)> {
         self.pod_groups.iter().map(|(k, e)| (k, &e.object))
     }

@@ -293,6 +293,44 @@ fn early_sessions_start_only_for_work_that_can_change_a_decision() {
     )));
 }
 
+/// Work waits for a decision while a pod of ours is pending or a PodGroup is not yet Running
+/// or Completed; other schedulers' pods and pods of ours on nodes are no such work.
+#[test]
+fn waiting_work_is_a_pending_pod_of_ours_or_a_pod_group_not_yet_running() {
+    let mut s = ClusterState::new(StateOptions::default());
+    assert!(!s.has_waiting_work());
+    s.upsert_pod(pod("other", "default-scheduler", None, "Pending"));
+    s.upsert_pod(pod("placed", "default-scheduler", Some("n1"), "Running"));
+    s.upsert_pod(pod("ours", "volcano-rs", Some("n1"), "Running"));
+    assert!(!s.has_waiting_work());
+    s.upsert_pod(pod("new", "volcano-rs", None, "Pending"));
+    assert!(s.has_waiting_work());
+    assert!(s.assume_bind("ns/new", "n1"));
+    assert!(!s.has_waiting_work(), "an assumed bind waits for nothing");
+
+    let pg = |phase: Option<&str>| -> PodGroup {
+        let mut v =
+            json!({"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 1}});
+        if let Some(p) = phase {
+            v["status"] = json!({"phase": p});
+        }
+        serde_json::from_value(v).expect("pod group")
+    };
+    for (phase, waits) in [
+        (None, true),
+        (Some("Pending"), true),
+        (Some("Inqueue"), true),
+        (Some("Unknown"), true),
+        (Some("Running"), false),
+        (Some("Completed"), false),
+    ] {
+        s.upsert_pod_group(pg(phase));
+        assert_eq!(s.has_waiting_work(), waits, "{phase:?}");
+    }
+    s.delete_pod_group("ns", "pg");
+    assert!(!s.has_waiting_work());
+}
+
 /// The node table a snapshot shares follows every change of the nodes and their load, and
 /// is not rebuilt while nothing changed.
 fn sized_node(name: &str, cpu: &str) -> Node {
