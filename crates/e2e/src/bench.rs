@@ -52,12 +52,22 @@ pub struct Sizes {
     pub steady_seconds: u64,
     /// Volcano's scheduler to run each daemon phase again with (`BENCH_VOLCANO_SCHEDULER`).
     pub volcano: Option<std::path::PathBuf>,
+    /// The phases to run (`BENCH_PHASES`, comma-separated; default [`DEFAULT_PHASES`]). The
+    /// ceiling runs whenever a backlog or gang phase does (their ratios are to it).
+    pub phases: Vec<String>,
 }
+
+/// The phases a run has unless `BENCH_PHASES` says otherwise. `ceiling-watched` (not among
+/// them) is the ceiling again with an idle daemon running beside the bare client, watching
+/// every pod as it does while it binds: what the daemon's watches alone cost the API server.
+pub const DEFAULT_PHASES: &str = "ceiling,backlog,gang,steady";
+const KNOWN_PHASES: [&str; 5] = ["ceiling", "ceiling-watched", "backlog", "gang", "steady"];
 
 impl Sizes {
     /// `BENCH_NODES` (500), `BENCH_GANGS` (10), `BENCH_GANG_SIZE` (500), `BENCH_BIG_GANG`
     /// (5000), `BENCH_CONCURRENCY` (32), `BENCH_STEADY_RATE` (20 per second),
-    /// `BENCH_STEADY_SECONDS` (60), `BENCH_VOLCANO_SCHEDULER` (none).
+    /// `BENCH_STEADY_SECONDS` (60), `BENCH_VOLCANO_SCHEDULER` (none), `BENCH_PHASES`
+    /// ([`DEFAULT_PHASES`]).
     pub fn from_env() -> anyhow::Result<Sizes> {
         fn var<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
             match std::env::var(name) {
@@ -78,8 +88,34 @@ impl Sizes {
             volcano: std::env::var_os("BENCH_VOLCANO_SCHEDULER")
                 .filter(|v| !v.is_empty())
                 .map(std::path::PathBuf::from),
+            phases: phases_from(
+                &std::env::var("BENCH_PHASES").unwrap_or_else(|_| DEFAULT_PHASES.to_string()),
+            )?,
         })
     }
+
+    fn runs(&self, phase: &str) -> bool {
+        self.phases.iter().any(|p| p == phase)
+    }
+}
+
+fn phases_from(list: &str) -> anyhow::Result<Vec<String>> {
+    let mut phases = Vec::new();
+    for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if !KNOWN_PHASES.contains(&p) {
+            bail!(
+                "BENCH_PHASES: unknown phase {p:?} (known: {})",
+                KNOWN_PHASES.join(", ")
+            );
+        }
+        phases.push(p.to_string());
+    }
+    if phases.iter().any(|p| p == "backlog" || p == "gang")
+        && !phases.iter().any(|p| p == "ceiling")
+    {
+        phases.push("ceiling".to_string());
+    }
+    Ok(phases)
 }
 
 /// The figures of one phase.
@@ -445,6 +481,23 @@ async fn ceiling(
     })
 }
 
+/// The ceiling with an idle daemon beside the bare client: it binds none of these pods (they
+/// name no scheduler of its) but watches and mirrors them, as it does its own.
+async fn ceiling_watched(
+    ctx: &TestCtx,
+    nodes: &[String],
+    n: usize,
+    concurrency: usize,
+) -> anyhow::Result<Phase> {
+    let mut daemon = start_daemon(ctx, Scheduler::VolcanoRs).await?;
+    let meter = Meter::start(&daemon, Scheduler::VolcanoRs).await;
+    let mut phase = ceiling(ctx, "ceiling-watched", nodes, n, concurrency).await?;
+    meter.finish(&daemon, &mut phase).await;
+    phase.scheduler = "bare client";
+    daemon.terminate().await?;
+    Ok(phase)
+}
+
 /// Volcano's chart configuration, which both schedulers get.
 const CHART_CONF: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -690,34 +743,51 @@ async fn phases(ctx: &TestCtx, sizes: &Sizes) -> anyhow::Result<Vec<Phase>> {
         schedulers.push(Scheduler::Volcano(bin));
     }
     let mut out = Vec::new();
-    eprintln!("ceiling");
     let n = sizes.gangs * sizes.gang_size;
-    out.push(ceiling(ctx, "ceiling", &nodes, n, sizes.concurrency).await?);
-    for &s in &schedulers {
-        eprintln!("{}", s.phase("backlog"));
-        let shape = (sizes.gangs, sizes.gang_size);
-        out.push(backlog(ctx, s, ("backlog", &queue), shape, sizes, &times).await?);
+    if sizes.runs("ceiling") {
+        eprintln!("ceiling");
+        out.push(ceiling(ctx, "ceiling", &nodes, n, sizes.concurrency).await?);
+    }
+    if sizes.runs("ceiling-watched") {
+        eprintln!("ceiling-watched");
+        out.push(ceiling_watched(ctx, &nodes, n, sizes.concurrency).await?);
     }
     for &s in &schedulers {
-        eprintln!("{}", s.phase("gang"));
-        let shape = (1, sizes.big_gang);
-        out.push(backlog(ctx, s, ("gang", &queue), shape, sizes, &times).await?);
+        if sizes.runs("backlog") {
+            eprintln!("{}", s.phase("backlog"));
+            let shape = (sizes.gangs, sizes.gang_size);
+            out.push(backlog(ctx, s, ("backlog", &queue), shape, sizes, &times).await?);
+        }
+    }
+    for &s in &schedulers {
+        if sizes.runs("gang") {
+            eprintln!("{}", s.phase("gang"));
+            let shape = (1, sizes.big_gang);
+            out.push(backlog(ctx, s, ("gang", &queue), shape, sizes, &times).await?);
+        }
     }
     // Measured again once the cluster has settled: the first measurement, right after the
     // nodes are made, has come out lower than the daemon's own rate. The ratios are taken to
     // the higher of the two.
-    eprintln!("ceiling again");
-    out.push(ceiling(ctx, "ceiling-again", &nodes, n, sizes.concurrency).await?);
+    if sizes.runs("backlog") || sizes.runs("gang") {
+        eprintln!("ceiling again");
+        out.push(ceiling(ctx, "ceiling-again", &nodes, n, sizes.concurrency).await?);
+    }
     let ceiling_rate = out
         .iter()
-        .filter(|p| p.name.starts_with("ceiling"))
+        .filter(|p| p.name == "ceiling" || p.name == "ceiling-again")
         .map(|p| p.pods_per_sec)
         .fold(0.0, f64::max);
     for &s in &schedulers {
-        eprintln!("{}", s.phase("steady"));
-        out.push(steady(ctx, s, &queue, sizes, &times).await?);
+        if sizes.runs("steady") {
+            eprintln!("{}", s.phase("steady"));
+            out.push(steady(ctx, s, &queue, sizes, &times).await?);
+        }
     }
     watch.abort();
+    for p in out.iter_mut().filter(|p| p.name == "ceiling-watched") {
+        p.ratio_to_ceiling = (ceiling_rate > 0.0).then(|| p.pods_per_sec / ceiling_rate);
+    }
     for p in out
         .iter_mut()
         // The phases that start a scheduler and wait for its binds (backlog, gang).

@@ -29,6 +29,7 @@ async fn run() -> anyhow::Result<()> {
             "nodes": sizes.nodes, "gangs": sizes.gangs, "gang_size": sizes.gang_size,
             "big_gang": sizes.big_gang, "concurrency": sizes.concurrency,
             "steady_rate": sizes.steady_rate, "steady_seconds": sizes.steady_seconds,
+            "phases_run": sizes.phases,
         },
         "phases": phases,
     }))?;
