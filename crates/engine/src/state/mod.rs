@@ -89,6 +89,9 @@ struct PodGroupEntry {
 pub struct ClusterState {
     options: Arc<StateOptions>,
     pods: Arc<BTreeMap<String, Arc<TaskSpec>>>,
+    /// How many of `pods` wait for a decision (pending pods of ours), kept as `pods` changes so
+    /// that [`ClusterState::has_waiting_work`] need not look at every pod.
+    waiting_pods: usize,
     nodes: Arc<BTreeMap<String, NodeEntry>>,
     pod_groups: Arc<BTreeMap<String, PodGroupEntry>>,
     queues: Arc<BTreeMap<String, Arc<QueueSpec>>>,
@@ -278,7 +281,8 @@ impl ClusterState {
             .is_some_and(|n| !n.is_empty());
         if !ours && !assigned {
             if self.pods.contains_key(&key) {
-                Arc::make_mut(&mut self.pods).remove(&key);
+                let old = Arc::make_mut(&mut self.pods).remove(&key);
+                self.count_waiting(old.as_deref(), None);
             }
             return false;
         }
@@ -288,8 +292,21 @@ impl ClusterState {
             .get(&key)
             .map_or((false, false), |p| (waits(p), holds_node(p)));
         let wake = (waits(&spec) && !was_pending) || (held && !holds_node(&spec));
-        Arc::make_mut(&mut self.pods).insert(key, Arc::new(spec));
+        let spec = Arc::new(spec);
+        let old = Arc::make_mut(&mut self.pods).insert(key, Arc::clone(&spec));
+        self.count_waiting(old.as_deref(), Some(&spec));
         wake
+    }
+
+    /// Keeps `waiting_pods` true to a pod entry replaced (`old` by `new`, either absent).
+    fn count_waiting(&mut self, old: Option<&TaskSpec>, new: Option<&TaskSpec>) {
+        let was = old.is_some_and(waits);
+        let is = new.is_some_and(waits);
+        if is && !was {
+            self.waiting_pods += 1;
+        } else if was && !is {
+            self.waiting_pods = self.waiting_pods.saturating_sub(1);
+        }
     }
 
     /// Marks a decided bind as done in the state at once, so the next session cannot reuse
@@ -342,7 +359,9 @@ impl ClusterState {
             return self.assume_bind_annotated(key, node, annotations);
         }
         Arc::make_mut(&mut self.assumed).insert(key.to_string(), observed.pod.clone());
-        Arc::make_mut(&mut self.pods).insert(key.to_string(), Arc::new(assumed));
+        let assumed = Arc::new(assumed);
+        let old = Arc::make_mut(&mut self.pods).insert(key.to_string(), Arc::clone(&assumed));
+        self.count_waiting(old.as_deref(), Some(&assumed));
         true
     }
 
@@ -398,9 +417,9 @@ impl ClusterState {
         if !self.pods.contains_key(&key) {
             return false;
         }
-        Arc::make_mut(&mut self.pods)
-            .remove(&key)
-            .is_some_and(|removed| holds_node(&removed))
+        let removed = Arc::make_mut(&mut self.pods).remove(&key);
+        self.count_waiting(removed.as_deref(), None);
+        removed.is_some_and(|removed| holds_node(&removed))
     }
 
     pub fn pod(&self, key: &str) -> Option<&Arc<TaskSpec>> {
@@ -560,7 +579,11 @@ impl ClusterState {
     /// capacity change a decision; the daemon starts no early session for it otherwise.
     pub fn has_waiting_work(&self) -> bool {
         use crate::model::job::phase;
-        self.pods.values().any(|p| waits(p))
+        debug_assert_eq!(
+            self.waiting_pods,
+            self.pods.values().filter(|p| waits(p)).count()
+        );
+        self.waiting_pods > 0
             || self.pod_groups.values().any(|e| {
                 let current = e.object.status.as_ref().map_or("", |s| s.phase.as_str());
                 current != phase::RUNNING && current != phase::COMPLETED

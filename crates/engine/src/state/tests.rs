@@ -307,6 +307,16 @@ fn waiting_work_is_a_pending_pod_of_ours_or_a_pod_group_not_yet_running() {
     assert!(s.has_waiting_work());
     assert!(s.assume_bind("ns/new", "n1"));
     assert!(!s.has_waiting_work(), "an assumed bind waits for nothing");
+    s.rollback_bind("ns/new");
+    assert!(s.has_waiting_work(), "a failed bind waits again");
+    assert!(!s.delete_pod("ns", "new"));
+    assert!(!s.has_waiting_work());
+    s.upsert_pod(pod("new", "volcano-rs", None, "Pending"));
+    s.upsert_pod(pod("new", "volcano-rs", None, "Failed"));
+    assert!(
+        !s.has_waiting_work(),
+        "a pod that failed before it ran waits for nothing"
+    );
 
     let pg = |phase: Option<&str>| -> PodGroup {
         let mut v =
@@ -460,4 +470,30 @@ fn cpus_given_to_bound_pods_are_held_until_the_node_reports_every_one() {
         1,
         "only the live pod holds CPUs"
     );
+}
+
+proptest::proptest! {
+    /// The count of waiting pods follows any sequence of pod changes: the scan that
+    /// `has_waiting_work` checks it against in debug builds agrees after every step.
+    #[test]
+    fn the_waiting_pod_count_follows_every_pod_change(
+        steps in proptest::collection::vec((0..7usize, 0..4usize), 1..60),
+    ) {
+        let mut s = ClusterState::new(StateOptions::default());
+        for (op, i) in steps {
+            let name = format!("p{i}");
+            let key = format!("ns/{name}");
+            match op {
+                0 => { s.upsert_pod(pod(&name, "volcano-rs", None, "Pending")); }
+                1 => { s.upsert_pod(pod(&name, "volcano-rs", Some("n1"), "Running")); }
+                2 => { s.upsert_pod(pod(&name, "default-scheduler", None, "Pending")); }
+                3 => { s.upsert_pod(pod(&name, "volcano-rs", None, "Failed")); }
+                4 => { s.delete_pod("ns", &name); }
+                5 => { s.assume_bind(&key, "n1"); }
+                _ => s.rollback_bind(&key),
+            }
+            let scanned = s.pods().any(|p| p.ours && p.status == crate::model::TaskStatus::Pending);
+            proptest::prop_assert_eq!(s.has_waiting_work(), scanned);
+        }
+    }
 }
