@@ -65,17 +65,6 @@ impl QueueUsage {
         usage
     }
 
-    /// `self.add(&QueueUsage::of_job(ssn, job_id))`; see [`UsageSums::add_job`].
-    pub fn add_job(&mut self, ssn: &SessionState, job_id: JobId) {
-        UsageSums {
-            allocated: &mut self.allocated,
-            request: &mut self.request,
-            inqueue: &mut self.inqueue,
-            elastic: &mut self.elastic,
-        }
-        .add_job(ssn, job_id);
-    }
-
     /// Whether a job with `minResources` reserves its unmet minimum (see [`QueueUsage::of_job`]).
     fn reserves(job: &engine::model::JobInfo) -> bool {
         job.status.phase == phase::INQUEUE
@@ -83,17 +72,22 @@ impl QueueUsage {
                 && job.allocated_task_num() >= job.spec.min_available)
     }
 
-    /// What adding an empty resource does to a sum: `+ 0.0` turns a −0 into +0.
-    fn add_nothing(sum: &mut Resource) {
-        sum.milli_cpu += 0.0;
-        sum.memory += 0.0;
+    pub fn add(&mut self, other: &QueueUsage) {
+        self.sums().add(other);
     }
 
-    pub fn add(&mut self, other: &QueueUsage) {
-        self.allocated.add(&other.allocated);
-        self.request.add(&other.request);
-        self.inqueue.add(&other.inqueue);
-        self.elastic.add(&other.elastic);
+    /// `self.add(&QueueUsage::of_job(ssn, job_id))`; see [`UsageSums::add_job`].
+    pub fn add_job(&mut self, ssn: &SessionState, job_id: JobId) {
+        self.sums().add_job(ssn, job_id);
+    }
+
+    fn sums(&mut self) -> UsageSums<'_> {
+        UsageSums {
+            allocated: &mut self.allocated,
+            request: &mut self.request,
+            inqueue: &mut self.inqueue,
+            elastic: &mut self.elastic,
+        }
     }
 }
 
@@ -114,34 +108,31 @@ impl UsageSums<'_> {
         let job = ssn.job(job_id);
         if job.count(TaskStatus::Pending) != 0 {
             // Partial sums over the tasks first, as `of_job` adds them.
-            let usage = QueueUsage::of_job(ssn, job_id);
-            self.allocated.add(&usage.allocated);
-            self.request.add(&usage.request);
-            self.inqueue.add(&usage.inqueue);
-            self.elastic.add(&usage.elastic);
+            self.add(&QueueUsage::of_job(ssn, job_id));
             return;
         }
         self.allocated.add(&job.allocated);
         self.request.add(&job.allocated);
-        match &job.spec.min_resources {
-            Some(min) => {
-                if QueueUsage::reserves(job) {
-                    self.inqueue
-                        .add(&job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource()));
-                } else {
-                    QueueUsage::add_nothing(self.inqueue);
-                }
-                self.elastic
-                    .add(&exceeded_part(Some(&job.allocated), Some(min)));
-            }
-            None => {
-                QueueUsage::add_nothing(self.inqueue);
-                self.elastic.add(&exceeded_part(
-                    Some(&job.allocated),
-                    Some(&Resource::empty()),
-                ));
-            }
+        if job.spec.min_resources.is_some() && QueueUsage::reserves(job) {
+            self.inqueue
+                .add(&job.deduct_sch_gated_resources(ssn.tasks(), &job.inqueue_resource()));
+        } else {
+            // What adding `of_job`'s empty figure does: `+ 0.0` turns a −0 into +0.
+            self.inqueue.milli_cpu += 0.0;
+            self.inqueue.memory += 0.0;
         }
+        let none = Resource::empty();
+        let min = job.spec.min_resources.as_ref().unwrap_or(&none);
+        self.elastic
+            .add(&exceeded_part(Some(&job.allocated), Some(min)));
+    }
+
+    /// Adds a job's figures.
+    pub fn add(self, usage: &QueueUsage) {
+        self.allocated.add(&usage.allocated);
+        self.request.add(&usage.request);
+        self.inqueue.add(&usage.inqueue);
+        self.elastic.add(&usage.elastic);
     }
 }
 
