@@ -72,35 +72,72 @@ pub struct WorkOutFailed;
 /// One node's leaf: `None` where the class does not fit, else its idle fit and score.
 pub type Leaf = Option<(bool, f64)>;
 
-/// What a tree node knows of its nodes, kept together so that a pull touches one place.
+/// What a tree node knows of its nodes, kept together so that a pull touches one place, and
+/// packed into 16 bytes (the best's idle fit rides in the top bit of its position): an index
+/// is `2 × size` of these for every class, and the descents and pulls are bound by reading
+/// them.
 #[derive(Clone, Copy)]
 struct TreeNode {
+    /// The best's score.
+    score: f64,
+    /// The best's position, its idle fit in the top bit; `NONE` when there is no best.
+    best_at: u32,
     /// How many fit or are stale.
     count: u32,
-    /// The best of the worked-out fitting ones.
-    best: Best,
 }
 
+/// The top bit of [`TreeNode::best_at`]: the best fits `Idle`.
+const IDLE_BIT: u32 = 1 << 31;
+
+/// The most nodes an index covers: positions must leave [`IDLE_BIT`] free.
+pub(super) const MAX_INDEXED_NODES: usize = IDLE_BIT as usize - 1;
+
 impl TreeNode {
+    #[inline]
+    const fn new(count: u32, best: Best) -> Self {
+        let best_at = if best.pos == NONE {
+            NONE
+        } else if best.idle {
+            best.pos | IDLE_BIT
+        } else {
+            best.pos
+        };
+        TreeNode {
+            score: best.score,
+            best_at,
+            count,
+        }
+    }
+
+    /// The best of the worked-out fitting ones.
+    #[inline]
+    fn best(&self) -> Best {
+        if self.best_at == NONE {
+            return Best {
+                idle: false,
+                score: self.score,
+                pos: NONE,
+            };
+        }
+        Best {
+            idle: self.best_at & IDLE_BIT != 0,
+            score: self.score,
+            pos: self.best_at & !IDLE_BIT,
+        }
+    }
+
     /// Bit for bit: a pull that changes nothing stops there.
     #[inline]
     fn same_as(&self, other: &TreeNode) -> bool {
         self.count == other.count
-            && self.best.pos == other.best.pos
-            && self.best.idle == other.best.idle
-            && self.best.score.to_bits() == other.best.score.to_bits()
+            && self.best_at == other.best_at
+            && self.score.to_bits() == other.score.to_bits()
     }
 }
 
-const EMPTY: TreeNode = TreeNode {
-    count: 0,
-    best: NO_BEST,
-};
+const EMPTY: TreeNode = TreeNode::new(0, NO_BEST);
 /// A stale leaf counts as fitting and is nobody's best.
-const STALE: TreeNode = TreeNode {
-    count: 1,
-    best: NO_BEST,
-};
+const STALE: TreeNode = TreeNode::new(1, NO_BEST);
 
 /// The nodes a search looks at: from `start` through `last`, wrapping past the end, `processed`
 /// of them.
@@ -136,6 +173,7 @@ pub struct ClassIndex {
 
 impl ClassIndex {
     pub fn new(n: usize) -> Self {
+        debug_assert!(n <= MAX_INDEXED_NODES);
         let size = n.next_power_of_two().max(1);
         ClassIndex {
             n,
@@ -168,10 +206,7 @@ impl ClassIndex {
     #[inline]
     fn pull(&mut self, i: usize) -> bool {
         let (l, r) = (self.tree[2 * i], self.tree[2 * i + 1]);
-        let new = TreeNode {
-            count: l.count + r.count,
-            best: join(l.best, r.best),
-        };
+        let new = TreeNode::new(l.count + r.count, join(l.best(), r.best()));
         let changed = !new.same_as(&self.tree[i]);
         self.tree[i] = new;
         changed
@@ -230,14 +265,14 @@ impl ClassIndex {
                 continue;
             }
             let node = match leaf {
-                Some((idle, score)) => TreeNode {
-                    count: 1,
-                    best: Best {
+                Some((idle, score)) => TreeNode::new(
+                    1,
+                    Best {
                         idle,
                         score,
                         pos: pos as u32,
                     },
-                },
+                ),
                 None => EMPTY,
             };
             self.put_leaf(pos, node, false);
@@ -351,12 +386,12 @@ impl ClassIndex {
         let (mut left, mut right) = (NO_BEST, NO_BEST);
         while lo < hi {
             if lo & 1 == 1 {
-                left = join(left, self.tree[lo].best);
+                left = join(left, self.tree[lo].best());
                 lo += 1;
             }
             if hi & 1 == 1 {
                 hi -= 1;
-                right = join(self.tree[hi].best, right);
+                right = join(self.tree[hi].best(), right);
             }
             lo /= 2;
             hi /= 2;
@@ -529,6 +564,52 @@ mod tests {
 
     fn random_leaf(rng: &mut Lcg) -> Leaf {
         (rng.next(3) > 0).then(|| (rng.next(2) == 0, rng.next(5) as f64))
+    }
+
+    #[test]
+    fn a_tree_node_is_sixteen_bytes_and_gives_back_its_best() {
+        assert_eq!(std::mem::size_of::<TreeNode>(), 16);
+        for best in [
+            NO_BEST,
+            Best {
+                idle: true,
+                score: 2.5,
+                pos: 0,
+            },
+            Best {
+                idle: false,
+                score: -0.0,
+                pos: 7,
+            },
+            Best {
+                idle: true,
+                score: f64::NEG_INFINITY,
+                pos: MAX_INDEXED_NODES as u32 - 1,
+            },
+        ] {
+            let node = TreeNode::new(3, best);
+            assert_eq!(node.best(), best);
+            assert_eq!(node.best().score.to_bits(), best.score.to_bits());
+            assert_eq!(node.count, 3);
+        }
+        // Idle fit alone tells two nodes apart.
+        let idle = TreeNode::new(
+            1,
+            Best {
+                idle: true,
+                score: 1.0,
+                pos: 4,
+            },
+        );
+        let busy = TreeNode::new(
+            1,
+            Best {
+                idle: false,
+                score: 1.0,
+                pos: 4,
+            },
+        );
+        assert!(!idle.same_as(&busy));
     }
 
     #[test]

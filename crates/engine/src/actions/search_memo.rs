@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use crate::model::{FitError, NodeId, SchedClass};
 
-use super::search_index::ClassIndex;
+use super::search_index::{ClassIndex, MAX_INDEXED_NODES};
 
 /// Most remembered (class, node) answers in one session: about 32 MiB (more where checks fail,
 /// by their reasons). Past it the memo starts over, which only costs recomputation.
@@ -271,7 +271,7 @@ impl SearchMemo {
     pub fn class_indexed(&mut self, class: SchedClass, nodes: usize) -> &mut ClassMemo {
         let wants_index = {
             let memo = self.class(class, nodes);
-            memo.index.is_none() && !memo.index_refused
+            memo.index.is_none() && !memo.index_refused && nodes <= MAX_INDEXED_NODES
         };
         if wants_index {
             self.indexed.retain(|c| *c != class);
