@@ -280,7 +280,7 @@ fn releasing_tasks_fill_the_gang(ssn: &SessionState, job: JobId) -> bool {
     if j.count(TaskStatus::Pending) > 0 || j.count(TaskStatus::Pipelined) > 0 {
         return false;
     }
-    j.scheduled_task_num() + i32::try_from(releasing).unwrap_or(i32::MAX) >= j.spec.min_available
+    j.scheduled_task_num() + i32::try_from(releasing).unwrap_or(i32::MAX) >= j.min_available()
 }
 
 /// Whether a sub-job passes `pred` (the whole job of a job without policies: its own check).

@@ -99,11 +99,11 @@ impl Plugin for OvercommitPlugin {
             let Some(min) = &job.spec.min_resources else {
                 continue;
             };
-            if job.status.phase == phase::INQUEUE {
+            if job.phase() == phase::INQUEUE {
                 // Admitted but not running: the whole minimum stays reserved.
                 self.inqueue
                     .add(&job.deduct_sch_gated_resources(ssn.tasks(), min));
-            } else if job.status.phase == phase::RUNNING
+            } else if job.phase() == phase::RUNNING
                 && job.allocated_task_num() >= job.spec.min_available
             {
                 // Running at its gang size: only what is not allocated yet (a finished Spark

@@ -90,11 +90,13 @@ impl Session {
     fn compute_job_counts(&self, job: JobId) -> JobCounts {
         let j = self.state.job(job);
         let uid = &self.state.uid;
-        let unschedulable = j.status.conditions.iter().any(|c| {
-            c.type_ == apis::condition_type::UNSCHEDULABLE
-                && c.status == apis::condition_status::TRUE
-                && (c.transition_id == *uid || j.renewed_condition == Some(c.type_.as_str()))
-        });
+        // The observed status without an Unschedulable=True condition has none to look at.
+        let unschedulable = j.observed_figures().is_none_or(|f| f.unschedulable)
+            && j.status.conditions.iter().any(|c| {
+                c.type_ == apis::condition_type::UNSCHEDULABLE
+                    && c.status == apis::condition_status::TRUE
+                    && (c.transition_id == *uid || j.renewed_condition == Some(c.type_.as_str()))
+            });
         let running = j.count(TaskStatus::Running) as i32;
         let releasing_on_node = if j.count(TaskStatus::Releasing) == 0 {
             0
@@ -108,13 +110,13 @@ impl Session {
         let completed = (j.count(TaskStatus::Failed) + j.count(TaskStatus::Succeeded)) as i32;
         let phase = if running > 0 && unschedulable {
             phase::UNKNOWN
-        } else if scheduled >= j.spec.min_available {
+        } else if scheduled >= j.min_available() {
             if scheduled == completed {
                 phase::COMPLETED
             } else {
                 phase::RUNNING
             }
-        } else if j.status.phase != phase::INQUEUE {
+        } else if j.phase() != phase::INQUEUE {
             phase::PENDING
         } else {
             phase::INQUEUE
@@ -135,12 +137,23 @@ impl Session {
         }
         let counts = self.compute_job_counts(job);
         let j = &mut self.state.jobs[job.index()];
-        let s = &j.status;
-        if s.phase != counts.phase
-            || s.running != counts.running
-            || s.succeeded != counts.succeeded
-            || s.failed != counts.failed
-        {
+        let same_figures = match j.observed_figures().and_then(|f| f.phase.map(|p| (p, f))) {
+            // Still the observed status: its figures were read when it was observed.
+            Some((phase, observed)) => {
+                phase == counts.phase
+                    && observed.running == counts.running
+                    && observed.succeeded == counts.succeeded
+                    && observed.failed == counts.failed
+            }
+            _ => {
+                let s = &j.status;
+                s.phase == counts.phase
+                    && s.running == counts.running
+                    && s.succeeded == counts.succeeded
+                    && s.failed == counts.failed
+            }
+        };
+        if !same_figures {
             let s = j.status_mut();
             if s.phase != counts.phase {
                 counts.phase.clone_into(&mut s.phase);
@@ -150,11 +163,12 @@ impl Session {
             s.failed = counts.failed;
         }
         // Still the observed status itself: nothing changed.
-        let changed = match &j.spec.baseline {
-            None => true,
-            Some(b) => !std::sync::Arc::ptr_eq(&j.status, b) && j.status.differs_from(b),
-        };
-        let implicit = j.spec.implicit;
+        let changed = !j.shows_observed_status()
+            && j.spec
+                .baseline
+                .as_ref()
+                .is_none_or(|b| j.status.differs_from(b));
+        let implicit = j.is_implicit();
         let not_ready_phase = matches!(
             counts.phase,
             phase::UNKNOWN | phase::PENDING | phase::INQUEUE

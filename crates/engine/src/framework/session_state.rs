@@ -383,19 +383,14 @@ impl SessionState {
         reason: &str,
     ) -> bool {
         let j = &mut self.jobs[job.index()];
-        let observed = j
-            .spec
-            .baseline
-            .as_ref()
-            .is_some_and(|b| Arc::ptr_eq(b, &j.status));
-        let renewable = if observed
+        let renewable = if j.shows_observed_status()
             && (type_, status, reason)
                 == (
                     apis::condition_type::SCHEDULED,
                     apis::condition_status::TRUE,
                     apis::condition_reason::TASKS_READY,
                 ) {
-            j.spec.baseline_gang_ready
+            j.observed_gang_ready()
         } else {
             j.status.renewable(type_, status, reason)
         };
@@ -427,7 +422,7 @@ impl SessionState {
     /// Sets a PodGroup's phase (the close compares it with the phase it had).
     pub fn set_job_phase(&mut self, job: JobId, phase: &str) {
         let j = &mut self.jobs[job.index()];
-        if j.status.phase != phase {
+        if j.phase() != phase {
             phase.clone_into(&mut j.status_mut().phase);
         }
     }

@@ -129,6 +129,37 @@ pub struct JobInfo {
     /// The PodGroup has sub-group policies (kept here: the checks that ask it run for every job
     /// in every action, and the spec lives in another allocation).
     pub has_policies: bool,
+    /// The same for what the passes over every job read of the spec.
+    spec_copy: SpecCopy,
+}
+
+/// What the session's passes over every job (enqueue, allocate, the plugins' opens, close) read
+/// of its spec, copied into the row: the spec and its observed status are allocations of their
+/// own, and reading them in every pass over thousands of jobs cost a cache miss per job and pass.
+#[derive(Clone, Copy, Debug)]
+struct SpecCopy {
+    min_available: i32,
+    implicit: bool,
+    /// The observed status's address (0 when none): while `JobInfo::status` is that very
+    /// allocation (the spec keeps it alive), nothing changed it.
+    observed_at: usize,
+    observed: super::job_spec::ObservedFigures,
+    gang_ready: bool,
+}
+
+impl SpecCopy {
+    fn of(spec: &JobSpec) -> SpecCopy {
+        SpecCopy {
+            min_available: spec.min_available,
+            implicit: spec.implicit,
+            observed_at: spec
+                .baseline
+                .as_ref()
+                .map_or(0, |b| Arc::as_ptr(b) as usize),
+            observed: spec.baseline_figures,
+            gang_ready: spec.baseline_gang_ready,
+        }
+    }
 }
 
 impl JobInfo {
@@ -146,6 +177,7 @@ impl JobInfo {
     /// A job without tasks yet, in the status its spec was observed with.
     pub fn from_spec(spec: Arc<JobSpec>) -> Self {
         let has_policies = spec.has_sub_group_policy;
+        let spec_copy = SpecCopy::of(&spec);
         JobInfo {
             status: spec.baseline.clone().unwrap_or_default(),
             renewed_condition: None,
@@ -166,6 +198,50 @@ impl JobInfo {
             sub_job_allocated_hyper_node: None,
             sub_jobs: Vec::new(),
             has_policies,
+            spec_copy,
+        }
+    }
+
+    /// The status is still the observed one, shared with the spec (nothing changed it yet).
+    #[inline]
+    pub fn shows_observed_status(&self) -> bool {
+        self.spec_copy.observed_at != 0
+            && Arc::as_ptr(&self.status) as usize == self.spec_copy.observed_at
+    }
+
+    /// The observed status's figures while the status is still the observed one.
+    #[inline]
+    pub fn observed_figures(&self) -> Option<&super::job_spec::ObservedFigures> {
+        self.shows_observed_status()
+            .then_some(&self.spec_copy.observed)
+    }
+
+    /// The observed status holds gang's renewable Scheduled condition
+    /// ([`JobSpec::baseline_gang_ready`]).
+    #[inline]
+    pub fn observed_gang_ready(&self) -> bool {
+        self.spec_copy.gang_ready
+    }
+
+    /// The spec's [`JobSpec::implicit`]: the job of a standalone pod.
+    #[inline]
+    pub fn is_implicit(&self) -> bool {
+        self.spec_copy.implicit
+    }
+
+    /// The spec's `minAvailable`.
+    #[inline]
+    pub fn min_available(&self) -> i32 {
+        self.spec_copy.min_available
+    }
+
+    /// The status's phase, without reading the status while it is the observed one: every
+    /// action and several plugins ask it of every job each session.
+    #[inline]
+    pub fn phase(&self) -> &str {
+        match self.observed_figures().and_then(|f| f.phase) {
+            Some(phase) => phase,
+            None => &self.status.phase,
         }
     }
 
@@ -174,10 +250,12 @@ impl JobInfo {
         Arc::make_mut(&mut self.status)
     }
 
-    /// The spec to change, copied first if another session shares it (for jobs built by
-    /// hand: tests, and the implicit job of a standalone pod).
-    pub fn spec_mut(&mut self) -> &mut JobSpec {
-        Arc::make_mut(&mut self.spec)
+    /// Changes the spec, copied first if another session shares it (for jobs built by hand:
+    /// tests, and the implicit job of a standalone pod), and what the row copies of it.
+    pub fn change_spec(&mut self, change: impl FnOnce(&mut JobSpec)) {
+        change(Arc::make_mut(&mut self.spec));
+        self.has_policies = self.spec.has_sub_group_policy;
+        self.spec_copy = SpecCopy::of(&self.spec);
     }
 
     /// Adds a task's contribution to the counters (`AddTaskInfo`).
@@ -263,21 +341,22 @@ impl JobInfo {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready_task_num() + self.pending_best_effort_task_num() >= self.spec.min_available
+        self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available()
     }
 
     pub fn is_pipelined(&self) -> bool {
         self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
-            >= self.spec.min_available
+            >= self.min_available()
     }
 
     pub fn is_starving(&self) -> bool {
-        self.waiting_task_num() + self.ready_task_num() < self.spec.min_available
+        self.waiting_task_num() + self.ready_task_num() < self.min_available()
     }
 
     /// PodGroup phase Pending or empty.
     pub fn is_pending(&self) -> bool {
-        self.status.phase.is_empty() || self.status.phase == phase::PENDING
+        let phase = self.phase();
+        phase.is_empty() || phase == phase::PENDING
     }
 
     pub fn has_pending_tasks(&self) -> bool {
@@ -597,7 +676,7 @@ mod tests {
         let allocated =
             Resource::from_pairs(1_000.0, 200.0, &[("pods", 1.0), ("nvidia.com/gpu", 500.0)]);
         let mut job = JobInfo::new("ns/j".into(), "j".into(), "ns".into(), "q".into(), 1);
-        job.spec_mut().min_resources = Some(min);
+        job.change_spec(|s| s.min_resources = Some(min));
         job.allocated = allocated;
         let r = job.inqueue_resource();
         assert_eq!(r.milli_cpu, 2_000.0);

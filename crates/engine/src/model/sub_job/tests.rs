@@ -121,9 +121,10 @@ fn policy_minimums_count_sub_jobs_by_policy() {
     ];
     let policies = [policy("p", &["g"], Some(1), Some(2))];
     let mut job = crate::model::JobInfo::new("j".into(), "j".into(), "ns".into(), "q".into(), 1);
-    std::sync::Arc::make_mut(&mut job.spec).sub_group_policy = policies.to_vec();
-    std::sync::Arc::make_mut(&mut job.spec).has_sub_group_policy = true;
-    job.has_policies = true;
+    job.change_spec(|s| {
+        s.sub_group_policy = policies.to_vec();
+        s.has_sub_group_policy = true;
+    });
     job.tasks = ids(2).into();
     job.sub_jobs = build("j", &policies, None, &job.tasks, &tasks);
     assert!(job.check_sub_job_valid());
@@ -134,7 +135,7 @@ fn policy_minimums_count_sub_jobs_by_policy() {
     assert!(!job.check_sub_job_pipelined(&tasks));
     assert_eq!(job.min_sub_jobs_of(SubJobId(0)), 2);
     let too_few = [policy("p", &["g"], Some(1), Some(3))];
-    std::sync::Arc::make_mut(&mut job.spec).sub_group_policy = too_few.to_vec();
+    job.change_spec(|s| s.sub_group_policy = too_few.to_vec());
     assert!(
         !job.check_sub_job_valid(),
         "two sub-jobs where three are asked"
