@@ -187,6 +187,19 @@ impl ClassIndex {
         }
     }
 
+    /// An index over `n` nodes made of `spare`'s buffers when it has that size. Either way it
+    /// has never been used: its first use makes every leaf stale ([`follow_touches`]).
+    pub fn reuse(spare: Option<ClassIndex>, n: usize) -> Box<ClassIndex> {
+        match spare {
+            Some(mut index) if index.n == n => {
+                index.epoch = None;
+                index.synced = 0;
+                Box::new(index)
+            }
+            _ => Box::new(ClassIndex::new(n)),
+        }
+    }
+
     /// Makes every leaf stale.
     pub fn forget_all(&mut self) {
         self.tree.fill(EMPTY);

@@ -114,6 +114,25 @@ impl ClassMemo {
         }
     }
 
+    /// A memo for `nodes` nodes made of `spare`'s buffers when they have that size: a large
+    /// session makes hundreds of class memos, and fresh ones cost a page fault per 4 KiB.
+    /// Everything is forgotten, as in a new one.
+    fn reuse(spare: Option<ClassMemo>, nodes: usize) -> Self {
+        match spare {
+            Some(mut memo) if memo.checks.len() == nodes => {
+                memo.epoch = 0;
+                memo.checks.fill(CheckSlot::default());
+                memo.choices.fill(ChoiceSlot::default());
+                memo.errors.clear();
+                memo.error_ids.clear();
+                memo.index = None;
+                memo.index_refused = false;
+                memo
+            }
+            _ => ClassMemo::new(nodes),
+        }
+    }
+
     /// Makes the slots those of `epoch`, forgetting them all if it moved.
     fn enter(&mut self, epoch: u64) {
         if epoch != self.epoch {
@@ -236,10 +255,9 @@ impl ClassMemo {
     }
 }
 
-/// Most tree leaves of all class indexes at once, about 48 MiB (an index takes two 24-byte tree
+/// Most tree leaves of all class indexes at once, about 32 MiB (an index takes two 16-byte tree
 /// nodes and a stale bit per leaf, leaves rounded up to a power of two ≥ the nodes); past it
-/// the oldest index goes, which
-/// only costs rebuilding it if its class comes back. Classes come back across jobs (jobs of
+/// the oldest index goes, which only costs rebuilding it if its class comes back. Classes come back across jobs (jobs of
 /// one shape share a class), so enough are kept for a few dozen classes on a large cluster.
 const MAX_INDEX_LEAVES: usize = 1 << 20;
 
@@ -250,6 +268,9 @@ pub struct SearchMemo {
     classes: rustc_hash::FxHashMap<SchedClass, ClassMemo>,
     /// The classes that have an index, oldest first.
     indexed: std::collections::VecDeque<SchedClass>,
+    /// Memos and indexes let go of, whose buffers the next new ones take over.
+    spare: Vec<ClassMemo>,
+    spare_indexes: Vec<ClassIndex>,
 }
 
 impl SearchMemo {
@@ -258,12 +279,17 @@ impl SearchMemo {
         if !self.classes.contains_key(&class)
             && (self.classes.len() + 1).saturating_mul(nodes) > MAX_SLOTS
         {
-            self.classes.clear();
+            for (_, mut memo) in self.classes.drain() {
+                self.spare_indexes
+                    .extend(memo.index.take().map(|index| *index));
+                self.spare.push(memo);
+            }
             self.indexed.clear();
         }
+        let spare = &mut self.spare;
         self.classes
             .entry(class)
-            .or_insert_with(|| ClassMemo::new(nodes))
+            .or_insert_with(|| ClassMemo::reuse(spare.pop(), nodes))
     }
 
     /// [`SearchMemo::class`], with an index over the nodes (built on first use) unless the
@@ -280,13 +306,15 @@ impl SearchMemo {
                 && let Some(oldest) = self.indexed.pop_front()
                 && let Some(memo) = self.classes.get_mut(&oldest)
             {
-                memo.index = None;
+                self.spare_indexes
+                    .extend(memo.index.take().map(|index| *index));
             }
             self.indexed.push_back(class);
         }
+        let index = wants_index.then(|| ClassIndex::reuse(self.spare_indexes.pop(), nodes));
         let memo = self.class(class, nodes);
-        if wants_index {
-            memo.index = Some(Box::new(ClassIndex::new(nodes)));
+        if index.is_some() {
+            memo.index = index;
         }
         memo
     }
@@ -309,6 +337,46 @@ mod tests {
         assert!(class.check(node, 6).is_none());
         assert_eq!(class.score(node, 6), None);
         assert!(class.check(NodeId::from_index(9), 5).is_none());
+    }
+
+    /// A memo past its size starts over; the classes after that are made of the buffers of
+    /// the ones let go, and must remember nothing of them, index included.
+    #[test]
+    fn a_memo_made_of_spare_buffers_remembers_nothing() {
+        let nodes = MAX_SLOTS / 2;
+        let node = NodeId::from_index(nodes - 1);
+        let stamp = (1 << 32) | 3;
+        let mut memo = SearchMemo::default();
+        for c in [1, 2] {
+            let class = memo.class_indexed(SchedClass(c), nodes);
+            class.remember_check(node, stamp, Err(FitError::error("full", "test")));
+            class.remember_score(node, stamp, 4.0);
+            assert!(class.fits_idle(node, stamp, || true));
+            class.index_refused = true;
+            let index = class.index.as_mut().expect("an index");
+            index.epoch = Some(stamp >> 32);
+            index.synced = 9;
+        }
+        assert!(memo.spare.is_empty() && memo.spare_indexes.is_empty());
+        // A third class does not fit beside the two: they are let go, and it takes over
+        // the buffers of one of them.
+        let class = memo.class_indexed(SchedClass(3), nodes);
+        assert_eq!(class.check(node, stamp), None);
+        assert_eq!(class.score(node, stamp), None);
+        assert!(!class.fits_idle(node, stamp, || false), "worked out afresh");
+        assert_eq!(class.error_count(), 0);
+        assert!(!class.index_refused);
+        let index = class.index.as_ref().expect("a fresh index");
+        assert_eq!((index.epoch, index.synced), (None, 0));
+        assert_eq!((memo.spare.len(), memo.spare_indexes.len()), (1, 1));
+        // Buffers of another size are not taken.
+        let small = memo.class(SchedClass(4), 3);
+        assert_eq!(small.check(NodeId::from_index(2), stamp), None);
+        assert_eq!(
+            memo.spare.len(),
+            0,
+            "the spare of the wrong size is dropped"
+        );
     }
 
     #[test]
