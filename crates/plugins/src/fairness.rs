@@ -68,7 +68,7 @@ impl QueueUsage {
     /// Whether a job with `minResources` reserves its unmet minimum (see [`QueueUsage::of_job`]).
     fn reserves(job: &engine::model::JobInfo) -> bool {
         job.phase() == phase::INQUEUE
-            || (job.phase() == phase::RUNNING && job.allocated_task_num() >= job.spec.min_available)
+            || (job.phase() == phase::RUNNING && job.allocated_task_num() >= job.min_available())
     }
 
     pub fn add(&mut self, other: &QueueUsage) {

@@ -103,10 +103,18 @@ pub enum Remembered {
 
 impl ClassMemo {
     fn new(nodes: usize) -> Self {
+        ClassMemo::with_slots(
+            vec![CheckSlot::default(); nodes],
+            vec![ChoiceSlot::default(); nodes],
+        )
+    }
+
+    /// A memo that remembers nothing, in these slots (all empty).
+    fn with_slots(checks: Vec<CheckSlot>, choices: Vec<ChoiceSlot>) -> Self {
         ClassMemo {
             epoch: 0,
-            checks: vec![CheckSlot::default(); nodes],
-            choices: vec![ChoiceSlot::default(); nodes],
+            checks,
+            choices,
             errors: Vec::new(),
             error_ids: HashMap::new(),
             index: None,
@@ -114,20 +122,19 @@ impl ClassMemo {
         }
     }
 
-    /// A memo for `nodes` nodes made of `spare`'s buffers when they have that size: a large
-    /// session makes hundreds of class memos, and fresh ones cost a page fault per 4 KiB.
-    /// Everything is forgotten, as in a new one.
+    /// A memo for `nodes` nodes in `spare`'s slots when they have that size: a large session
+    /// makes hundreds of class memos, and fresh slots cost a page fault per 4 KiB. Only the
+    /// slots are taken over; the memo is a new one.
     fn reuse(spare: Option<ClassMemo>, nodes: usize) -> Self {
         match spare {
-            Some(mut memo) if memo.checks.len() == nodes => {
-                memo.epoch = 0;
-                memo.checks.fill(CheckSlot::default());
-                memo.choices.fill(ChoiceSlot::default());
-                memo.errors.clear();
-                memo.error_ids.clear();
-                memo.index = None;
-                memo.index_refused = false;
-                memo
+            Some(ClassMemo {
+                mut checks,
+                mut choices,
+                ..
+            }) if checks.len() == nodes => {
+                checks.fill(CheckSlot::default());
+                choices.fill(ChoiceSlot::default());
+                ClassMemo::with_slots(checks, choices)
             }
             _ => ClassMemo::new(nodes),
         }
@@ -257,8 +264,9 @@ impl ClassMemo {
 
 /// Most tree leaves of all class indexes at once, about 32 MiB (an index takes two 16-byte tree
 /// nodes and a stale bit per leaf, leaves rounded up to a power of two ≥ the nodes); past it
-/// the oldest index goes, which only costs rebuilding it if its class comes back. Classes come back across jobs (jobs of
-/// one shape share a class), so enough are kept for a few dozen classes on a large cluster.
+/// the oldest index goes, which only costs rebuilding it if its class comes back. Classes come
+/// back across jobs (jobs of one shape share a class), so enough are kept for a few dozen
+/// classes on a large cluster.
 const MAX_INDEX_LEAVES: usize = 1 << 20;
 
 /// The memo of one allocate run.

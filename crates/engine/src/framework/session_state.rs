@@ -383,16 +383,15 @@ impl SessionState {
         reason: &str,
     ) -> bool {
         let j = &mut self.jobs[job.index()];
-        let renewable = if j.shows_observed_status()
-            && (type_, status, reason)
-                == (
-                    apis::condition_type::SCHEDULED,
-                    apis::condition_status::TRUE,
-                    apis::condition_reason::TASKS_READY,
-                ) {
-            j.observed_gang_ready()
-        } else {
-            j.status.renewable(type_, status, reason)
+        let gangs_ready_condition = (type_, status, reason)
+            == (
+                apis::condition_type::SCHEDULED,
+                apis::condition_status::TRUE,
+                apis::condition_reason::TASKS_READY,
+            );
+        let renewable = match j.observed_figures() {
+            Some(observed) if gangs_ready_condition => observed.gang_ready,
+            _ => j.status.renewable(type_, status, reason),
         };
         if renewable {
             j.renewed_condition = Some(type_);

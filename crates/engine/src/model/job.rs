@@ -144,7 +144,6 @@ struct SpecCopy {
     /// allocation (the spec keeps it alive), nothing changed it.
     observed_at: usize,
     observed: super::job_spec::ObservedFigures,
-    gang_ready: bool,
 }
 
 impl SpecCopy {
@@ -157,7 +156,6 @@ impl SpecCopy {
                 .as_ref()
                 .map_or(0, |b| Arc::as_ptr(b) as usize),
             observed: spec.baseline_figures,
-            gang_ready: spec.baseline_gang_ready,
         }
     }
 }
@@ -214,13 +212,6 @@ impl JobInfo {
     pub fn observed_figures(&self) -> Option<&super::job_spec::ObservedFigures> {
         self.shows_observed_status()
             .then_some(&self.spec_copy.observed)
-    }
-
-    /// The observed status holds gang's renewable Scheduled condition
-    /// ([`JobSpec::baseline_gang_ready`]).
-    #[inline]
-    pub fn observed_gang_ready(&self) -> bool {
-        self.spec_copy.gang_ready
     }
 
     /// The spec's [`JobSpec::implicit`]: the job of a standalone pod.

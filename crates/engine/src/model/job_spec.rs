@@ -50,20 +50,17 @@ pub struct JobSpec {
     /// The status the PodGroup was observed with (change detection at close). Shared with
     /// every session's `JobInfo::status` until a session changes it (copy on write).
     pub baseline: Option<Arc<JobStatus>>,
-    /// The observed status holds gang's renewable Scheduled condition
-    /// ([`JobStatus::renewable`] of Scheduled, True, [`apis::condition_reason::TASKS_READY`]).
-    /// Worked out once per PodGroup version: gang asks it of every ready job every session,
-    /// and reading each job's condition strings was a tenth of a steady session.
-    pub baseline_gang_ready: bool,
-    /// What close compares with the observed status of every job every session, worked out
-    /// once per PodGroup version for the same reason: read from the status itself, its phase
-    /// and conditions were two more allocations to fetch per job.
+    /// What the sessions ask of the observed status of every job every session, worked out
+    /// once per PodGroup version: read from the status itself, its phase and condition
+    /// strings were allocations of their own to fetch per job (gang's renewal alone was a
+    /// tenth of a steady session).
     pub baseline_figures: ObservedFigures,
 }
 
 /// Of a PodGroup's observed status: its phase when it is one of the known ones (or empty), its
-/// counts,
-/// and whether any of its conditions is `Unschedulable` with status True.
+/// counts, whether any of its conditions is `Unschedulable` with status True, and whether it
+/// holds gang's renewable Scheduled condition ([`JobStatus::renewable`] of Scheduled, True,
+/// [`apis::condition_reason::TASKS_READY`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ObservedFigures {
     pub phase: Option<&'static str>,
@@ -71,6 +68,7 @@ pub struct ObservedFigures {
     pub succeeded: i32,
     pub failed: i32,
     pub unschedulable: bool,
+    pub gang_ready: bool,
 }
 
 impl ObservedFigures {
@@ -95,6 +93,11 @@ impl ObservedFigures {
                 c.type_ == apis::condition_type::UNSCHEDULABLE
                     && c.status == apis::condition_status::TRUE
             }),
+            gang_ready: status.renewable(
+                apis::condition_type::SCHEDULED,
+                apis::condition_status::TRUE,
+                apis::condition_reason::TASKS_READY,
+            ),
         }
     }
 }
@@ -169,11 +172,6 @@ impl JobSpec {
             .as_ref()
             .map(job_status_from_api)
             .unwrap_or_default();
-        job.baseline_gang_ready = baseline.renewable(
-            apis::condition_type::SCHEDULED,
-            apis::condition_status::TRUE,
-            apis::condition_reason::TASKS_READY,
-        );
         job.baseline_figures = ObservedFigures::of(&baseline);
         job.baseline = Some(Arc::new(baseline));
         job
@@ -239,7 +237,7 @@ mod tests {
             let spec = spec_with_conditions(conditions.clone());
             let baseline = spec.baseline.as_ref().expect("a baseline");
             let read = baseline.renewable("Scheduled", "True", ready);
-            assert_eq!(spec.baseline_gang_ready, want, "{conditions}");
+            assert_eq!(spec.baseline_figures.gang_ready, want, "{conditions}");
             assert_eq!(read, want, "{conditions}");
         }
     }
