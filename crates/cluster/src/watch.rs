@@ -275,6 +275,11 @@ impl<K: Mirrored> Mirror<K> {
                     }
                 }
                 self.known = seen;
+                tracing::debug!(
+                    kind = <K as Mirrored>::KIND,
+                    objects = self.known.len(),
+                    "listed"
+                );
                 shared.mark_synced(<K as Mirrored>::KIND);
                 true
             }

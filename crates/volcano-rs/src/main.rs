@@ -142,6 +142,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let cli = Cli::parse_from(&translated.args);
+    let pages = volcano_rs::small_pages_only();
     match cli.command {
         Command::Simulate(args) => {
             init_logging(LogFormat::Text, "warn", None);
@@ -151,6 +152,9 @@ fn main() -> ExitCode {
             init_logging(log_format, "info", translated.verbosity);
             for warning in &translated.warnings {
                 tracing::warn!("{warning}");
+            }
+            if let Err(e) = pages {
+                tracing::debug!(error = %e, "transparent huge pages stay on");
             }
             run_command(*args)
         }

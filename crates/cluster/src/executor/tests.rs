@@ -405,7 +405,39 @@ async fn a_bind_waits_until_the_gate_shows_it_assumed() {
     assert_eq!(sent(), 5);
 }
 
-/// Through the sink: everything assumed when the call returns, every bind sent, and each
+/// Assuming that stops part-way (dropped after two binds, as by a panic) sends the binds it
+/// assumed, and the others give up instead of waiting: the writes drain.
+#[tokio::test]
+async fn binds_never_assumed_are_not_sent_and_do_not_wait() {
+    let names: Vec<String> = (0..5).map(|i| format!("p{i}")).collect();
+    let keys: Vec<&str> = names.iter().map(String::as_str).collect();
+    let f = fixture_with(8, &keys);
+    let binds = Arc::new(names.iter().map(|n| bind(n, "n1")).collect::<Vec<Bind>>());
+    let gate = Arc::new(AssumeGate::default());
+    f.executor
+        .write_with(Decisions::default(), binds.clone(), Some(gate.clone()))
+        .await;
+    f.executor.assume_batch(&binds[..2]);
+    gate.advance(2);
+    drop(Assuming {
+        executor: f.executor.clone(),
+        binds,
+        gate,
+    });
+    assert!(
+        f.executor.drain(Duration::from_secs(5)).await,
+        "nothing waits"
+    );
+    let sent = f
+        .mock
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/binding"))
+        .count();
+    assert_eq!(sent, 2);
+}
+
+/// Through the sink: everything assumed when the returned future resolves, every bind sent, and each
 /// found its pod assumed when it arrived.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn assume_and_write_assumes_all_and_sends_all() {
@@ -418,7 +450,7 @@ async fn assume_and_write_assumes_all_and_sends_all() {
     assert_eq!(
         f.shared.lock().assumed_count(),
         names.len(),
-        "all assumed on return"
+        "all assumed once it resolves"
     );
     assert!(sink.drain(Duration::from_secs(10)).await);
     let posts: Vec<Recorded> = f

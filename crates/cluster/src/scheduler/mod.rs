@@ -310,8 +310,10 @@ impl Scheduler {
         // Assumed and handed to the sink with no await in between: a cycle cancelled at
         // shutdown never leaves assumed binds unwritten.
         let written = self.sink.assume_and_write(decisions);
-        // Once a period: sessions started early by new work must not each pay a pass over
-        // the whole state, and what it finds is reported after a grace period anyway.
+        written.await;
+        // Once a period, on the state with this session's binds assumed: sessions started
+        // early by new work must not each pay a pass over the whole state, and what it finds
+        // is reported after a grace period anyway.
         if self
             .last_state_check
             .is_none_or(|at| at.elapsed() >= self.period)
@@ -319,7 +321,6 @@ impl Scheduler {
             self.last_state_check = Some(Instant::now());
             self.check_state_invariants().await;
         }
-        written.await;
         CycleOutcome::Ran(summary)
     }
 

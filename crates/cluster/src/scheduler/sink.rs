@@ -24,7 +24,7 @@ pub trait WriteSink: Send + Sync {
 
     /// [`assume`](Self::assume), then [`write`](Self::write); a sink may start writing
     /// before everything is assumed, but never a write before its own assumption, and all is
-    /// assumed when this returns.
+    /// assumed when the returned future resolves.
     fn assume_and_write(&self, decisions: Decisions) -> BoxFuture<'static, ()> {
         self.assume(&decisions);
         self.write(decisions)
