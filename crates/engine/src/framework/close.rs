@@ -92,7 +92,7 @@ impl Session {
         let uid = &self.state.uid;
         // The observed status without an Unschedulable=True condition has none to look at.
         let unschedulable = j.observed_figures().is_none_or(|f| f.unschedulable)
-            && j.status.conditions.iter().any(|c| {
+            && j.status().conditions.iter().any(|c| {
                 c.type_ == apis::condition_type::UNSCHEDULABLE
                     && c.status == apis::condition_status::TRUE
                     && (c.transition_id == *uid || j.renewed_condition == Some(c.type_.as_str()))
@@ -146,7 +146,7 @@ impl Session {
                     && observed.failed == counts.failed
             }
             _ => {
-                let s = &j.status;
+                let s = j.status();
                 s.phase == counts.phase
                     && s.running == counts.running
                     && s.succeeded == counts.succeeded
@@ -167,7 +167,7 @@ impl Session {
             && j.spec
                 .baseline
                 .as_ref()
-                .is_none_or(|b| j.status.differs_from(b));
+                .is_none_or(|b| j.status().differs_from(b));
         let implicit = j.is_implicit();
         let not_ready_phase = matches!(
             counts.phase,

@@ -391,7 +391,7 @@ impl SessionState {
             );
         let renewable = match j.observed_figures() {
             Some(observed) if gangs_ready_condition => observed.gang_ready,
-            _ => j.status.renewable(type_, status, reason),
+            _ => j.status().renewable(type_, status, reason),
         };
         if renewable {
             j.renewed_condition = Some(type_);
@@ -403,7 +403,7 @@ impl SessionState {
     /// [`renew_job_condition`](Self::renew_job_condition) stamped on.
     pub(super) fn written_job_status(&self, job: JobId) -> crate::model::job::JobStatus {
         let j = &self.jobs[job.index()];
-        let mut status = (*j.status).clone();
+        let mut status = j.status().clone();
         if let Some(type_) = j.renewed_condition
             && let Some(c) = status.conditions.iter_mut().find(|c| c.type_ == type_)
         {

@@ -106,9 +106,10 @@ pub struct JobInfo {
     gated_tasks: u32,
     pub allocated: Resource,
     pub total_request: Resource,
-    /// Shared with the spec's observed status until the session changes it
-    /// ([`JobInfo::status_mut`]): a job with nothing new costs no copy.
-    pub status: Arc<JobStatus>,
+    /// The status once the session changed it ([`JobInfo::status_mut`]); until then the
+    /// spec's observed status stands for it ([`JobInfo::status`]), so a job with nothing new
+    /// costs neither a copy nor a reference count on another allocation.
+    changed_status: Option<Arc<JobStatus>>,
     /// A condition type whose unchanged condition this session renewed: its transition ID
     /// and time are stamped only on a status that is written (`renew_job_condition`), since
     /// the change check ignores them and nothing else reads them.
@@ -140,10 +141,9 @@ pub struct JobInfo {
 struct SpecCopy {
     min_available: i32,
     implicit: bool,
-    /// The observed status's address (0 when none): while `JobInfo::status` is that very
-    /// allocation (the spec keeps it alive), nothing changed it.
-    observed_at: usize,
-    observed: super::job_spec::ObservedFigures,
+    /// The spec has an observed status.
+    observed: bool,
+    figures: super::job_spec::ObservedFigures,
 }
 
 impl SpecCopy {
@@ -151,11 +151,8 @@ impl SpecCopy {
         SpecCopy {
             min_available: spec.min_available,
             implicit: spec.implicit,
-            observed_at: spec
-                .baseline
-                .as_ref()
-                .map_or(0, |b| Arc::as_ptr(b) as usize),
-            observed: spec.baseline_figures,
+            observed: spec.baseline.is_some(),
+            figures: spec.baseline_figures,
         }
     }
 }
@@ -177,7 +174,7 @@ impl JobInfo {
         let has_policies = spec.has_sub_group_policy;
         let spec_copy = SpecCopy::of(&spec);
         JobInfo {
-            status: spec.baseline.clone().unwrap_or_default(),
+            changed_status: None,
             renewed_condition: None,
             spec,
             owned: true,
@@ -200,18 +197,34 @@ impl JobInfo {
         }
     }
 
-    /// The status is still the observed one, shared with the spec (nothing changed it yet).
+    /// The status is still the observed one, the spec's (nothing changed it yet).
     #[inline]
     pub fn shows_observed_status(&self) -> bool {
-        self.spec_copy.observed_at != 0
-            && Arc::as_ptr(&self.status) as usize == self.spec_copy.observed_at
+        self.spec_copy.observed && self.changed_status.is_none()
+    }
+
+    /// The job's status: the spec's observed one (or none's default) until the session
+    /// changes it.
+    #[inline]
+    pub fn status(&self) -> &JobStatus {
+        static NONE_OBSERVED: JobStatus = JobStatus {
+            phase: String::new(),
+            conditions: Vec::new(),
+            running: 0,
+            succeeded: 0,
+            failed: 0,
+        };
+        match &self.changed_status {
+            Some(s) => s,
+            None => self.spec.baseline.as_deref().unwrap_or(&NONE_OBSERVED),
+        }
     }
 
     /// The observed status's figures while the status is still the observed one.
     #[inline]
     pub fn observed_figures(&self) -> Option<&super::job_spec::ObservedFigures> {
         self.shows_observed_status()
-            .then_some(&self.spec_copy.observed)
+            .then_some(&self.spec_copy.figures)
     }
 
     /// The spec's [`JobSpec::implicit`]: the job of a standalone pod.
@@ -232,13 +245,17 @@ impl JobInfo {
     pub fn phase(&self) -> &str {
         match self.observed_figures().and_then(|f| f.phase) {
             Some(phase) => phase,
-            None => &self.status.phase,
+            None => &self.status().phase,
         }
     }
 
     /// The status to change, copied first if the observed status still shares it.
     pub fn status_mut(&mut self) -> &mut JobStatus {
-        Arc::make_mut(&mut self.status)
+        let spec = &self.spec;
+        let status = self
+            .changed_status
+            .get_or_insert_with(|| spec.baseline.clone().unwrap_or_default());
+        Arc::make_mut(status)
     }
 
     /// Changes the spec, copied first if another session shares it (for jobs built by hand:

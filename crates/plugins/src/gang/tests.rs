@@ -299,7 +299,7 @@ fn g8_job_pipelined() {
 
 fn condition<'a>(ssn: &'a Session, job: &str, type_: &str) -> Option<&'a JobCondition> {
     let j = ssn.state.job(ssn.state.job_by_key(job));
-    j.status.conditions.iter().find(|c| c.type_ == type_)
+    j.status().conditions.iter().find(|c| c.type_ == type_)
 }
 
 #[test]
@@ -514,8 +514,8 @@ fn close_hook_marks_ready_jobs_scheduled_and_replaces_the_old_condition() {
     let mut p = plugin(&mut ssn);
     p.on_session_close(&mut ssn.state);
     let j = ssn.state.job(ssn.state.job_by_key("ns/pg"));
-    assert_eq!(j.status.conditions.len(), 1);
-    let cond = &j.status.conditions[0];
+    assert_eq!(j.status().conditions.len(), 1);
+    let cond = &j.status().conditions[0];
     assert_eq!(cond.type_, "Scheduled");
     assert_eq!(cond.reason, "tasks in gang are ready to be scheduled");
     assert_eq!(cond.message, "");
@@ -524,7 +524,7 @@ fn close_hook_marks_ready_jobs_scheduled_and_replaces_the_old_condition() {
     assert!(
         ssn.state
             .job(ssn.state.job_by_key("ns/empty"))
-            .status
+            .status()
             .conditions
             .is_empty()
     );
@@ -579,7 +579,7 @@ fn g10_releasing_pods_keep_their_gang_slots() {
     assert!(
         ssn.state
             .job(ssn.state.job_by_key("ns/pg"))
-            .status
+            .status()
             .conditions
             .is_empty()
     );

@@ -166,7 +166,7 @@ fn go_job_enqueued_on_other_plugins_reject() {
     let phase_of = |key: &str| {
         ssn.state
             .job(ssn.state.job_by_key(key))
-            .status
+            .status()
             .phase
             .clone()
     };
@@ -512,15 +512,15 @@ fn through_the_enqueue_action_the_reason_reaches_the_job() {
     engine::actions::enqueue::execute(&mut ssn);
     let s = &ssn.state;
     let job = |k: &str| s.job(s.job_by_key(k));
-    assert_eq!(job("ns/a").status.phase, phase::INQUEUE);
-    assert_eq!(job("ns/b").status.phase, phase::PENDING);
+    assert_eq!(job("ns/a").status().phase, phase::INQUEUE);
+    assert_eq!(job("ns/b").status().phase, phase::PENDING);
     assert!(
         job("ns/b")
             .job_fit_errors
             .starts_with("resource quota insufficient, requested: map[cpu:4]")
     );
     // a's 4 cpu count: 2 + 4 + 2 = 8 still fits for small.
-    assert_eq!(job("ns/small").status.phase, phase::INQUEUE);
+    assert_eq!(job("ns/small").status().phase, phase::INQUEUE);
     let decisions = ssn.close();
     let quota_events: Vec<_> = decisions
         .events
