@@ -408,6 +408,9 @@ async fn delete_all_pod_groups(ctx: &TestCtx) -> anyhow::Result<()> {
     delete_all(ctx, ctx.pod_groups_api(), &params, "PodGroup").await
 }
 
+/// Times a collection delete is asked for before a run fails.
+const DELETE_ATTEMPTS: u32 = 5;
+
 /// Deletes every object of the namespace's `api` and waits until none is listed.
 async fn delete_all<K>(
     ctx: &TestCtx,
@@ -418,9 +421,17 @@ async fn delete_all<K>(
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
 {
-    api.delete_collection(params, &ListParams::default())
-        .await
-        .with_context(|| format!("deleting every {kind}"))?;
+    // A large collection's delete can outlast the connection it went out on (the API server
+    // closed one after a 5,000-pod phase): asked again, a few times, before the run fails.
+    let mut attempt = 1;
+    while let Err(e) = api.delete_collection(params, &ListParams::default()).await {
+        if attempt == DELETE_ATTEMPTS {
+            return Err(e).with_context(|| format!("deleting every {kind}"));
+        }
+        eprintln!("deleting every {kind} (attempt {attempt}): {e}; asking again");
+        attempt += 1;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     ctx.wait_for(
         &format!("every {kind} gone"),
         Duration::from_secs(300),
