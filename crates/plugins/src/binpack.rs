@@ -256,6 +256,18 @@ impl Plugin for Binpack {
         }
     }
 
+    /// The score reads the task's request (its class's) and the node's allocatable and used
+    /// resources, nothing else: node-local for every task. Without it the search memo was off
+    /// for every task under Volcano's chart configuration, which enables binpack.
+    fn search_is_node_local(&self, _ssn: &SessionState, _task: TaskId) -> bool {
+        true
+    }
+
+    /// Placing a task changes only its own node's used resources, so only that node's scores.
+    fn placement_is_node_local(&self, _ssn: &SessionState, _task: TaskId) -> bool {
+        true
+    }
+
     fn node_order(&self, ssn: &SessionState, task: TaskId, node: NodeId) -> Result<f64, String> {
         let n = ssn.node(node);
         Ok(binpack_score(

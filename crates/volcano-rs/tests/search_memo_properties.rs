@@ -390,6 +390,14 @@ tiers:
     }
 }
 
+/// Volcano's chart configuration: binpack scores beside nodeorder, overcommit gates enqueue.
+fn volcano_chart() -> ConfFile {
+    ConfFile {
+        name: "volcano-chart.conf".into(),
+        text: include_str!("../../../config/volcano-chart.conf").into(),
+    }
+}
+
 fn run(input: &SimInput, conf: Option<ConfFile>, memo: bool) -> String {
     let now = "2026-01-01T00:00:00Z".parse().expect("valid timestamp");
     let mut opts = SimOptions::new(now);
@@ -417,6 +425,15 @@ proptest! {
     fn the_memo_changes_no_decision_with_preempt_and_reclaim((nodes, jobs) in cluster_gen()) {
         let input = build(&nodes, &jobs);
         let conf = with_eviction();
+        prop_assert_eq!(run(&input, Some(conf.clone()), true), run(&input, Some(conf), false));
+    }
+
+    #[test]
+    fn the_memo_changes_no_decision_under_volcanos_chart_configuration(
+        (nodes, jobs) in cluster_gen()
+    ) {
+        let input = build(&nodes, &jobs);
+        let conf = volcano_chart();
         prop_assert_eq!(run(&input, Some(conf.clone()), true), run(&input, Some(conf), false));
     }
 }
