@@ -437,8 +437,8 @@ async fn binds_never_assumed_are_not_sent_and_do_not_wait() {
     assert_eq!(sent, 2);
 }
 
-/// Through the sink: everything assumed when the returned future resolves, every bind sent, and each
-/// found its pod assumed when it arrived.
+/// Through the sink: everything assumed when the returned future resolves, every bind sent,
+/// and each found its pod assumed when it arrived.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn assume_and_write_assumes_all_and_sends_all() {
     let names: Vec<String> = (0..300).map(|i| format!("p{i}")).collect();
