@@ -432,7 +432,11 @@ impl PredicateHelper {
             memo.index = Some(index);
             return None;
         }
-        follow_touches(&ssn.state, &mut index);
+        follow_touches(
+            &ssn.state,
+            &mut index,
+            ssn.refusals_survive_placements(task),
+        );
         let want = num_feasible_nodes_to_find(ssn, n);
         let start = ssn.state.node_search_start() % n;
         let session: &Session = ssn;

@@ -259,15 +259,32 @@ impl ClassIndex {
 
     /// Makes the leaves of `positions` stale.
     pub fn forget(&mut self, positions: impl IntoIterator<Item = usize>) {
+        self.forget_touched(positions.into_iter().map(|pos| (pos, false)));
+    }
+
+    /// Makes stale the leaves of the touched positions, except, for a touch that only put a
+    /// task on its node (`true`), a leaf worked out as not fitting: the caller vouches that
+    /// such a touch cannot make the class fit there. Those are most touches of a busy index's
+    /// refused nodes, and forgetting one changes the counts all the way up the tree.
+    pub fn forget_touched(&mut self, touches: impl IntoIterator<Item = (usize, bool)>) {
         self.level.clear();
-        for pos in positions {
-            if pos < self.n {
-                self.put_leaf(pos, STALE, true);
+        for (pos, only_added) in touches {
+            if pos >= self.n {
+                continue;
             }
+            if only_added && !self.is_stale(pos) && self.tree[self.size + pos].count == 0 {
+                continue;
+            }
+            self.put_leaf(pos, STALE, true);
         }
         self.level.sort_unstable();
         self.level.dedup();
         self.pull_above();
+    }
+
+    #[inline]
+    fn is_stale(&self, pos: usize) -> bool {
+        self.stale[pos / 64] & (1u64 << (pos % 64)) != 0
     }
 
     /// Sets worked-out leaves (`positions[k]`'s is `leaves[k]`).
@@ -469,8 +486,13 @@ pub(super) fn index_lag(state: &SessionState, index: &ClassIndex) -> usize {
 }
 
 /// Makes stale the index's leaves of the nodes touched since it last looked (all of them when
-/// the epoch moved, or when so many were touched that forgetting all costs less).
-pub(super) fn follow_touches(state: &SessionState, index: &mut ClassIndex) {
+/// the epoch moved, or when so many were touched that forgetting all costs less). With
+/// `refusals_hold` (the class's refusals survive placements:
+/// [`Session::refusals_survive_placements`]) a refused node that was only given tasks stays
+/// refused.
+///
+/// [`Session::refusals_survive_placements`]: crate::framework::Session::refusals_survive_placements
+pub(super) fn follow_touches(state: &SessionState, index: &mut ClassIndex, refusals_hold: bool) {
     let epoch = state.search_stamps().epoch();
     let touches = state.search_touches();
     let since = touches.get(index.synced..).unwrap_or_default();
@@ -480,7 +502,11 @@ pub(super) fn follow_touches(state: &SessionState, index: &mut ClassIndex) {
     {
         index.forget_all();
     } else {
-        index.forget(since.iter().map(|&i| i as usize));
+        index.forget_touched(
+            since
+                .iter()
+                .map(|t| (t.node_index(), refusals_hold && t.only_added())),
+        );
     }
     index.epoch = Some(epoch);
     index.synced = touches.len();
@@ -625,9 +651,14 @@ mod tests {
         assert!(!idle.same_as(&busy));
     }
 
-    #[test]
-    fn answers_as_the_walk_does_on_random_leaves_and_changes() {
-        let mut rng = Lcg(7);
+    /// Random leaves, searches compared with the walk, and between searches the touches
+    /// `touch` makes (it changes `leaves` and says which positions it touched, and whether
+    /// each touch only put a task on its node).
+    fn compare_with_the_walk(
+        seed: u64,
+        touch: impl Fn(&mut Lcg, &mut [Leaf]) -> Vec<(usize, bool)>,
+    ) {
+        let mut rng = Lcg(seed);
         for round in 0..300 {
             // Up to three words of stale bits.
             let n = 1 + rng.next(150) as usize;
@@ -655,16 +686,66 @@ mod tests {
                     asked.iter().all(|&p| (p + n - start) % n < looked),
                     "round {round}: worked out {asked:?} beyond the {looked} nodes from {start}"
                 );
-                // Some nodes change; the index hears of them.
-                let mut changed = Vec::new();
-                for _ in 0..rng.next(4) {
-                    let pos = rng.next(n as u64) as usize;
-                    leaves[pos] = random_leaf(&mut rng);
-                    changed.push(pos);
-                }
-                index.forget(changed);
+                let touches = touch(&mut rng, &mut leaves);
+                index.forget_touched(touches);
             }
         }
+    }
+
+    #[test]
+    fn answers_as_the_walk_does_on_random_leaves_and_changes() {
+        compare_with_the_walk(7, |rng, leaves| {
+            (0..rng.next(4))
+                .map(|_| {
+                    let pos = rng.next(leaves.len() as u64) as usize;
+                    leaves[pos] = random_leaf(rng);
+                    (pos, false)
+                })
+                .collect()
+        });
+    }
+
+    #[test]
+    fn refused_leaves_touched_only_by_placements_stay_refused() {
+        // A placement never makes a refused node fit; any other change may.
+        compare_with_the_walk(11, |rng, leaves| {
+            (0..rng.next(6))
+                .map(|_| {
+                    let pos = rng.next(leaves.len() as u64) as usize;
+                    let only_added = rng.next(2) == 0;
+                    if !(only_added && leaves[pos].is_none()) {
+                        leaves[pos] = random_leaf(rng);
+                    }
+                    (pos, only_added)
+                })
+                .collect()
+        });
+    }
+
+    #[test]
+    fn a_refused_leaf_is_worked_out_again_only_after_a_change_other_than_a_placement() {
+        let mut index = ClassIndex::new(4);
+        index.forget_all();
+        let refuse_two =
+            |s: &[usize]| Some(s.iter().map(|&p| (p != 2).then_some((true, 1.0))).collect());
+        assert_eq!(index.choose(0, 4, refuse_two), Ok(Some((0, 4))));
+        index.forget_touched([(2, true)]);
+        let mut asked = Vec::new();
+        let fits_all = |s: &[usize]| -> Option<Vec<Leaf>> {
+            asked.extend_from_slice(s);
+            Some(vec![Some((true, 9.0)); s.len()])
+        };
+        // Three fit of the four wanted: all four looked at, the first of the best kept.
+        assert_eq!(index.choose(0, 4, fits_all), Ok(Some((0, 4))));
+        assert!(asked.is_empty(), "worked out {asked:?}");
+        index.forget_touched([(2, false)]);
+        assert_eq!(
+            index.choose(0, 4, |s| {
+                assert_eq!(s, [2]);
+                Some(vec![Some((true, 9.0))])
+            }),
+            Ok(Some((2, 4)))
+        );
     }
 
     #[test]

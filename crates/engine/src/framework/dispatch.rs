@@ -184,6 +184,18 @@ impl Session {
                 .all(|p| p.search_is_node_local(&self.state, task))
     }
 
+    /// Whether a node that refuses `task` — its request does not fit the node's future idle
+    /// resources, or a plugin's predicate refuses it — still refuses it after tasks are only
+    /// put on the node: every plugin that predicates says so
+    /// ([`Plugin::refusal_survives_placements`](super::plugin::Plugin::refusal_survives_placements)).
+    /// Putting a task on a node only takes idle or future-idle room, so the request's part
+    /// holds. Meant for tasks whose search is node-local ([`Session::search_is_node_local`]).
+    pub fn refusals_survive_placements(&self, task: TaskId) -> bool {
+        self.predicate_instances
+            .iter()
+            .all(|&i| self.instances[i].refusal_survives_placements(&self.state, task))
+    }
+
     /// Whether a search for `task` fails as `other`'s did, with the same reasons, while no node
     /// and no placement changed since: the memo is on (with it off every search is done, and
     /// the property tests compare the two), both are of one class, and every plugin that

@@ -29,7 +29,7 @@ pub use plugin::{
     PluginRegistry, REJECT, ValidateResult, take_defaults_run,
 };
 pub use session::{Clock, Session};
-pub use session_state::{SearchStamps, SessionOptions, SessionState};
+pub use session_state::{SearchStamps, SearchTouch, SessionOptions, SessionState};
 pub use statement::{OpKind, Operation, Statement};
 pub use table_build::TableMemo;
 

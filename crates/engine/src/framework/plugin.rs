@@ -282,6 +282,14 @@ pub trait Plugin: Send + Sync {
     fn predicate_answers_alike(&self, ssn: &SessionState, task: TaskId, other: TaskId) -> bool {
         self.search_is_node_local(ssn, task) && self.search_is_node_local(ssn, other)
     }
+    /// For the class index (`actions::search_index`): whether a node this plugin's predicate
+    /// refuses `task` on stays refused while tasks are only put on it (allocated or pipelined;
+    /// none taken off, none changing status), so that the index need not work the node out
+    /// again after such a placement. Asked only where [`Plugin::search_is_node_local`] holds
+    /// for the task. The default, `false`, is always correct.
+    fn refusal_survives_placements(&self, _ssn: &SessionState, _task: TaskId) -> bool {
+        false
+    }
     /// For the search memo: whether placing `task` on a node, or taking it off, changes this
     /// plugin's predicates and scores for other tasks on that node only. `false` (the
     /// default) makes the session forget every remembered answer when the task moves.

@@ -101,6 +101,40 @@ impl SearchStamps<'_> {
     }
 }
 
+/// One move of a node's stamp in the session's log: the node, and whether the move only put a
+/// task on it (allocated or pipelined), which can only take room away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SearchTouch(u32);
+
+/// The top bit of a [`SearchTouch`]: something was taken off the node or changed on it.
+const TOUCH_NOT_ONLY_ADDED: u32 = 1 << 31;
+
+impl SearchTouch {
+    /// A touch of node `index` (below 2³¹); `only_added` when a task was only put on it.
+    pub(super) fn new(index: usize, only_added: bool) -> Option<SearchTouch> {
+        let index = u32::try_from(index)
+            .ok()
+            .filter(|&i| i < TOUCH_NOT_ONLY_ADDED)?;
+        Some(SearchTouch(if only_added {
+            index
+        } else {
+            index | TOUCH_NOT_ONLY_ADDED
+        }))
+    }
+
+    /// The node's position in the session's node table.
+    #[inline]
+    pub fn node_index(self) -> usize {
+        (self.0 & !TOUCH_NOT_ONLY_ADDED) as usize
+    }
+
+    /// Whether the move only put a task on the node.
+    #[inline]
+    pub fn only_added(self) -> bool {
+        self.0 & TOUCH_NOT_ONLY_ADDED == 0
+    }
+}
+
 /// Everything plugins and actions read, and what the framework mutates.
 pub struct SessionState {
     pub(super) uid: String,
@@ -140,7 +174,7 @@ pub struct SessionState {
     pub(super) search_epoch: u32,
     /// Every node whose version moved, in order (with repeats): the class indexes
     /// (`actions::search_index`) bring what changed since they last looked up to date.
-    pub(super) search_touches: Vec<u32>,
+    pub(super) search_touches: Vec<SearchTouch>,
     /// The HyperNode tree over the session's nodes, under the virtual root.
     pub(super) topology: crate::model::SessionTopology,
     /// Per task being placed by the HyperNode-aware path: the job's HyperNode so far
@@ -501,7 +535,7 @@ impl SessionState {
     }
 
     /// The nodes whose stamps moved, in the order they moved (a node once per move).
-    pub fn search_touches(&self) -> &[u32] {
+    pub fn search_touches(&self) -> &[SearchTouch] {
         &self.search_touches
     }
 

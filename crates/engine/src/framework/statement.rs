@@ -9,6 +9,7 @@ use crate::model::{NodeId, TaskId, TaskStatus};
 
 use super::decisions::{Bind, Eviction};
 use super::session::Session;
+use super::session_state::SearchTouch;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum OpKind {
@@ -74,13 +75,13 @@ impl Session {
     }
 
     fn node_add(&mut self, task: TaskId, node: NodeId) -> Result<(), String> {
-        self.touch_node(task, Some(node));
+        self.touch_node(task, Some(node), true);
         let state = &mut self.state;
         state.nodes[node.index()].add_task(task, &state.tasks[task.index()])
     }
 
     fn node_remove(&mut self, task: TaskId) {
-        self.touch_node(task, None);
+        self.touch_node(task, None, false);
         let state = &mut self.state;
         if let Some(n) = state.tasks[task.index()].node {
             state.nodes[n.index()].remove_task(task, &state.tasks[task.index()]);
@@ -88,7 +89,7 @@ impl Session {
     }
 
     pub(super) fn node_update(&mut self, task: TaskId) {
-        self.touch_node(task, None);
+        self.touch_node(task, None, false);
         let state = &mut self.state;
         if let Some(n) = state.tasks[task.index()].node
             && let Err(e) = state.nodes[n.index()].update_task(task, &state.tasks[task.index()])
@@ -99,15 +100,21 @@ impl Session {
 
     /// Tells the search memo that what is on the task's node (or `node`) changes: that node's
     /// stamp moves, and every node's when the task's placement reaches beyond its node.
-    fn touch_node(&mut self, task: TaskId, node: Option<NodeId>) {
+    /// `only_added`: the task is only being put on the node (allocated or pipelined).
+    fn touch_node(&mut self, task: TaskId, node: Option<NodeId>, only_added: bool) {
         let Some(n) = node.or(self.state.tasks[task.index()].node) else {
             return;
         };
+        let mut beyond = !self.placement_is_node_local(task);
         if let Some(v) = self.state.node_versions.get_mut(n.index()) {
             *v = v.wrapping_add(1);
-            self.state.search_touches.push(n.index() as u32);
+            match SearchTouch::new(n.index(), only_added) {
+                Some(touch) => self.state.search_touches.push(touch),
+                // A node past what the log can name: every answer is forgotten instead.
+                None => beyond = true,
+            }
         }
-        if !self.placement_is_node_local(task) {
+        if beyond {
             self.state.search_epoch = self.state.search_epoch.wrapping_add(1);
         }
     }

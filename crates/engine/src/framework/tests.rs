@@ -279,6 +279,12 @@ fn statement_discard_restores_and_remembers_commit_binds() {
     ssn.discard(stmt);
     assert_eq!(ssn.state.node(n).idle.milli_cpu, 4000.0);
     assert_eq!(ssn.state.node(n).pipelined.milli_cpu, 0.0);
+    // The touch log: two placements, then the discard's two removals, which the class
+    // indexes must not take for placements (a node refused before may fit again).
+    let kinds: Vec<(usize, bool)> = (ssn.state.search_touches().iter())
+        .map(|t| (t.node_index(), t.only_added()))
+        .collect();
+    assert_eq!(kinds, [(0, true), (0, true), (0, false), (0, false)]);
     let t0 = ssn.state.task(TaskId(0));
     assert_eq!(t0.status, TaskStatus::Pending);
     assert_eq!(

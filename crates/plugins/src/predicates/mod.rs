@@ -884,6 +884,14 @@ impl Plugin for Predicates {
             })
     }
 
+    /// Where the search is node-local, the filters left read the node's object (unschedulable,
+    /// affinity, taints: unchanged by placements) and what is on it — its pod count, the host
+    /// ports and volumes in use — each of which a placement only adds to; so a node refused
+    /// stays refused while tasks are only put on it.
+    fn refusal_survives_placements(&self, ssn: &SessionState, task: TaskId) -> bool {
+        self.search_is_node_local(ssn, task)
+    }
+
     /// Alike when node-local for both, or else when the only look beyond the node is inter-pod
     /// affinity or spread: those read the placed pods and, of the task's pod, its spec (the
     /// class) and its labels, so equal labels answer alike. Claims and the equivalence cache
