@@ -257,8 +257,9 @@ impl ClassIndex {
         }
     }
 
-    /// Makes the leaves of `positions` stale.
-    pub fn forget(&mut self, positions: impl IntoIterator<Item = usize>) {
+    /// Makes the leaves of `positions` stale (the tests' shorthand for touches that change).
+    #[cfg(test)]
+    fn forget(&mut self, positions: impl IntoIterator<Item = usize>) {
         self.forget_touched(positions.into_iter().map(|pos| (pos, false)));
     }
 
