@@ -6,6 +6,7 @@
 //! Sessions run on blocking threads; each call blocks its thread on the runtime's handle until
 //! the answer or the time limit, whichever comes first, so no call outlives its timeout.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use engine::framework::{CallError, HttpCaller};
@@ -13,18 +14,35 @@ use tokio::runtime::Handle;
 
 /// An [`HttpCaller`] over one pooled HTTP client.
 pub struct ReqwestCaller {
-    client: reqwest::Client,
+    /// Made on the first call: making it reads and parses the system's root certificates,
+    /// tens of milliseconds that held up the watches' first lists when it was made at
+    /// start-up, and most configurations never call out.
+    client: OnceLock<Result<reqwest::Client, String>>,
     runtime: Handle,
 }
 
 impl ReqwestCaller {
     /// Uses the current runtime; call it from within one.
     pub fn new() -> Result<ReqwestCaller, String> {
-        let client = reqwest::Client::builder()
-            .build()
-            .map_err(|e| format!("HTTP client: {e}"))?;
         let runtime = Handle::try_current().map_err(|e| format!("HTTP client: {e}"))?;
-        Ok(ReqwestCaller { client, runtime })
+        Ok(ReqwestCaller {
+            client: OnceLock::new(),
+            runtime,
+        })
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, CallError> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .build()
+                    .map_err(|e| format!("HTTP client: {e}"))
+            })
+            .as_ref()
+            .map_err(|message| CallError {
+                message: message.clone(),
+                unreachable: true,
+            })
     }
 
     async fn exchange(
@@ -39,7 +57,7 @@ impl ReqwestCaller {
             unreachable: false,
         };
         let mut response = self
-            .client
+            .client()?
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.to_vec())

@@ -232,6 +232,8 @@ impl ReportedProblems {
 pub struct Mirror<K> {
     known: HashSet<String>,
     relisting: Option<HashSet<String>>,
+    /// When the current list began (for the debug log: start-up waits for every first list).
+    listing_since: Option<std::time::Instant>,
     _kind: std::marker::PhantomData<K>,
 }
 
@@ -240,6 +242,7 @@ impl<K: Mirrored> Default for Mirror<K> {
         Mirror {
             known: HashSet::new(),
             relisting: None,
+            listing_since: None,
             _kind: std::marker::PhantomData,
         }
     }
@@ -251,6 +254,8 @@ impl<K: Mirrored> Mirror<K> {
         match event {
             Event::Init => {
                 self.relisting = Some(HashSet::new());
+                self.listing_since = Some(std::time::Instant::now());
+                tracing::debug!(kind = <K as Mirrored>::KIND, "listing");
                 false
             }
             Event::InitApply(obj) => {
@@ -278,6 +283,10 @@ impl<K: Mirrored> Mirror<K> {
                 tracing::debug!(
                     kind = <K as Mirrored>::KIND,
                     objects = self.known.len(),
+                    ms = self
+                        .listing_since
+                        .take()
+                        .map(|t| t.elapsed().as_millis() as u64),
                     "listed"
                 );
                 shared.mark_synced(<K as Mirrored>::KIND);

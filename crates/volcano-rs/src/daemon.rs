@@ -305,6 +305,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         },
     )
     .await?;
+    tracing::debug!("API client built");
     if leader_cfg.namespace.is_empty() {
         leader_cfg.namespace = default_lease_namespace(client.default_namespace());
     }
@@ -354,6 +355,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // Watchers.
     let (problems_tx, problems_rx) = mpsc::unbounded_channel::<SchedEvent>();
     let watchers = cluster::watch::spawn_all(client.clone(), shared.clone(), problems_tx);
+    tracing::debug!(watches = watchers.len(), "watches started");
     spawn_queues_while_syncing(&client, &args, &conf.current());
 
     // Leader election. The lease is released only after in-flight writes have drained, so a
