@@ -2,7 +2,8 @@
 # Runs the session benchmark (docs/benchmarks.md), each size in its own process (so peak memory
 # is per size): the uniform workload on one core and on all cores, then the mixed workload on
 # one core, then the steady workload (a new single-pod job per session among running ones) on
-# one core. Prints one JSON line per run. BENCH_MIXED_MAX caps the mixed sizes by pod count
+# one core, and once more at the end-to-end benchmark's size with the caches emptied before each
+# session, as a daemon's are (`--evict-mib`). Prints one JSON line per run. BENCH_MIXED_MAX caps the mixed sizes by pod count
 # (default 100000: every size; the largest needs about 0.9 GiB, see docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +25,4 @@ for size in "500 1200" "500 5000" "2000 20000"; do
   set -- $size
   RAYON_NUM_THREADS=1 "$bin" --nodes "$1" --pods "$2" --workload steady --sessions 200
 done
+RAYON_NUM_THREADS=1 "$bin" --nodes 500 --pods 1200 --workload steady --sessions 200 --evict-mib 64

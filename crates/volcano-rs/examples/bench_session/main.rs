@@ -1,12 +1,15 @@
 //! Times one scheduling session of the default configuration on a synthetic cluster.
 //!
-//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100 [--workload mixed|steady] [--search-memo off] [--sessions 200] [--dump-binds FILE]`
+//! `cargo run --release -p volcano-rs --example bench_session -- --nodes 1000 --pods 10000 --jobs 100 [--workload mixed|steady] [--search-memo off] [--sessions 200] [--evict-mib 64] [--dump-binds FILE]`
 //!
 //! Three workloads: `uniform` (gangs of equal size, every pod 1 cpu / 2 GiB, one queue),
 //! `mixed` ([`mixed`]: jobs of many sizes and shapes in several queues, some with node
 //! affinity, pod anti-affinity or topology spread, some nodes tainted), and `steady`
 //! ([`steady`]: `--pods` running single-pod jobs and a new one per session, for `--sessions`
-//! sessions; the times are per session).
+//! sessions; the times are per session). `--evict-mib N` (steady only) writes to N MiB of
+//! memory at random between two sessions, untimed, so that each session starts with the
+//! processor's caches holding little of the cluster, as a daemon's do: between its sessions the
+//! watches, the writes and the API server beside it run.
 //!
 //! Prints one JSON line: build time (not part of the session), session open / actions / close
 //! times, pods bound, pods placed per second, and the process's peak resident memory (read
@@ -38,6 +41,8 @@ struct Args {
     workload: Workload,
     search_memo: bool,
     sessions: usize,
+    /// MiB written at random between two steady sessions (0: none).
+    evict_mib: usize,
     /// Where to write the session's decisions, one per line, to compare two builds.
     dump_binds: Option<String>,
 }
@@ -67,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
         workload: Workload::Uniform,
         search_memo: true,
         sessions: 200,
+        evict_mib: 0,
         dump_binds: None,
     };
     let mut it = std::env::args().skip(1);
@@ -98,6 +104,7 @@ fn parse_args() -> Result<Args, String> {
             "--pods" => args.pods = n,
             "--jobs" => args.jobs = n.max(1),
             "--sessions" => args.sessions = n.max(1),
+            "--evict-mib" => args.evict_mib = n,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -278,16 +285,18 @@ fn main() {
             &mut state,
             args.pods,
             args.sessions,
+            args.evict_mib,
             &conf,
             &registry,
             &options,
         );
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         println!(
-            "{{\"workload\": \"steady\", \"nodes\": {}, \"running_pods\": {}, \"sessions\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.3}, \"actions_ms\": {:.3}, \"close_ms\": {:.3}, \"session_ms\": {:.3}, \"bound\": {}, \"status_writes\": {}}}",
+            "{{\"workload\": \"steady\", \"nodes\": {}, \"running_pods\": {}, \"sessions\": {}, \"evict_mib\": {}, \"build_ms\": {:.1}, \"open_ms\": {:.3}, \"actions_ms\": {:.3}, \"close_ms\": {:.3}, \"session_ms\": {:.3}, \"bound\": {}, \"status_writes\": {}}}",
             args.nodes,
             args.pods,
             args.sessions,
+            args.evict_mib,
             ms(build),
             ms(f.open),
             ms(f.actions),

@@ -5,6 +5,7 @@
 //! single-pod job per session. Each of `--sessions` sessions is what the daemon does: a
 //! snapshot, open, the actions, close; then the pod shows bound and running, each PodGroup
 //! shows the status the session wrote, and the next job arrives. The figures are per session (means).
+//! With `--evict-mib`, memory is written at random before each session, outside its timing.
 
 use std::time::{Duration, Instant};
 
@@ -81,10 +82,27 @@ pub struct Figures {
     pub status_writes: usize,
 }
 
+/// Writes one byte in each of as many random cache lines of `memory` as it has lines, which
+/// leaves little else in the processor's caches (a xorshift sequence: the same every run).
+fn evict_caches(memory: &mut [u8], seed: &mut u64) {
+    if memory.is_empty() {
+        return;
+    }
+    for _ in 0..memory.len() / 64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        let i = (*seed % memory.len() as u64) as usize;
+        memory[i] = memory[i].wrapping_add(1);
+    }
+    std::hint::black_box(&*memory);
+}
+
 pub fn run(
     state: &mut ClusterState,
     first: usize,
     sessions: usize,
+    evict_mib: usize,
     conf: &Arc<SchedulerConf>,
     registry: &PluginRegistry,
     options: &SessionOptions,
@@ -93,7 +111,10 @@ pub fn run(
     let mut bound = 0;
     let mut status_writes = 0;
     let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+    let mut eviction = vec![0u8; evict_mib << 20];
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
     for s in 0..sessions {
+        evict_caches(&mut eviction, &mut seed);
         let i = first + s;
         state.upsert_pod_group(pod_group(i, false));
         state.upsert_pod(pod(i, None));
