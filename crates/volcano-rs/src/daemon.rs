@@ -533,6 +533,7 @@ fn session_options(args: &RunArgs) -> anyhow::Result<SessionOptions> {
         }),
         search_memo: true,
         tables: Arc::default(),
+        carry_rows: true,
     })
 }
 

@@ -22,6 +22,13 @@
 //! required node affinity (with a term on the node name, which no label column holds),
 //! anti-affinity over zones as well as nodes, and running pods whose status reports resized
 //! requests.
+//!
+//! The same clusters also show that the rows a session's build takes over from the session
+//! before (`framework::table_build`: the rows of unchanged pods, PodGroups and nodes that the
+//! last session left unchanged) change no decision: the `carried_rows_*` properties run each
+//! cluster with every build made afresh and with rows taken over, under the same three
+//! configurations. The simulator assumes each session's binds and evictions before the next,
+//! as the daemon does, so every build after the first takes some rows over and makes the rest.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -411,12 +418,18 @@ fn volcano_chart() -> ConfFile {
 }
 
 fn run(input: &SimInput, conf: Option<ConfFile>, memo: bool) -> String {
+    run_with(input, conf, memo, true)
+}
+
+/// `carry`: whether each build takes over the last session's unchanged rows.
+fn run_with(input: &SimInput, conf: Option<ConfFile>, memo: bool, carry: bool) -> String {
     let now = "2026-01-01T00:00:00Z".parse().expect("valid timestamp");
     let mut opts = SimOptions::new(now);
     opts.scheduler_conf = conf;
     opts.max_cycles = SESSIONS;
     opts.recreate_evicted = true;
     opts.search_memo = memo;
+    opts.carry_rows = carry;
     simulate::run(input, &opts)
         .expect("the configuration and built objects are valid")
         .to_json()
@@ -455,5 +468,35 @@ proptest! {
         let input = build(&nodes, &jobs);
         let conf = volcano_chart();
         prop_assert_eq!(run(&input, Some(conf.clone()), true), run(&input, Some(conf), false));
+    }
+
+    #[test]
+    fn carried_rows_change_no_decision_under_the_default_configuration(
+        (nodes, jobs) in cluster_gen()
+    ) {
+        let input = build(&nodes, &jobs);
+        prop_assert_eq!(run_with(&input, None, true, true), run_with(&input, None, true, false));
+    }
+
+    #[test]
+    fn carried_rows_change_no_decision_with_preempt_and_reclaim((nodes, jobs) in cluster_gen()) {
+        let input = build(&nodes, &jobs);
+        let conf = with_eviction();
+        prop_assert_eq!(
+            run_with(&input, Some(conf.clone()), true, true),
+            run_with(&input, Some(conf), true, false)
+        );
+    }
+
+    #[test]
+    fn carried_rows_change_no_decision_under_volcanos_chart_configuration(
+        (nodes, jobs) in cluster_gen()
+    ) {
+        let input = build(&nodes, &jobs);
+        let conf = volcano_chart();
+        prop_assert_eq!(
+            run_with(&input, Some(conf.clone()), true, true),
+            run_with(&input, Some(conf), true, false)
+        );
     }
 }

@@ -136,7 +136,8 @@ impl Session {
             return;
         }
         let counts = self.compute_job_counts(job);
-        let j = &mut self.state.jobs[job.index()];
+        // Borrowed mutably only to change it: the next build takes over unchanged rows.
+        let j = &self.state.jobs[job.index()];
         let same_figures = match j.observed_figures().and_then(|f| f.phase.map(|p| (p, f))) {
             // Still the observed status: its figures were read when it was observed.
             Some((phase, observed)) => {
@@ -154,7 +155,7 @@ impl Session {
             }
         };
         if !same_figures {
-            let s = j.status_mut();
+            let s = self.state.jobs[job.index()].status_mut();
             if s.phase != counts.phase {
                 counts.phase.clone_into(&mut s.phase);
             }
@@ -163,6 +164,7 @@ impl Session {
             s.failed = counts.failed;
         }
         // Still the observed status itself: nothing changed.
+        let j = &self.state.jobs[job.index()];
         let changed = !j.shows_observed_status()
             && j.spec
                 .baseline

@@ -10,6 +10,7 @@ pub mod memory;
 mod network_topology;
 pub mod outside;
 pub mod plugin;
+mod rows;
 pub mod session;
 pub mod session_state;
 pub mod statement;

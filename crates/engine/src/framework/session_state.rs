@@ -46,6 +46,9 @@ pub struct SessionOptions {
     /// The links the last session's tables were built with (`framework::table_build`); one
     /// per scheduler (clones share it).
     pub tables: std::sync::Arc<super::table_build::TableMemo>,
+    /// Whether a session hands its rows to `tables` as it ends, for the next build to take
+    /// over the unchanged ones; off only to prove that it changes no decision.
+    pub carry_rows: bool,
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -62,6 +65,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("memory", &self.memory)
             .field("time_zone", &self.time_zone.iana_name())
             .field("search_memo", &self.search_memo)
+            .field("carry_rows", &self.carry_rows)
             .field("tables", &self.tables)
             .finish()
     }
@@ -79,6 +83,7 @@ impl Default for SessionOptions {
             time_zone: k8s_openapi::jiff::tz::TimeZone::UTC,
             search_memo: true,
             tables: std::sync::Arc::default(),
+            carry_rows: true,
         }
     }
 }
@@ -139,9 +144,11 @@ impl SearchTouch {
 pub struct SessionState {
     pub(super) uid: String,
     pub(super) now: Timestamp,
-    pub(super) tasks: Vec<TaskInfo>,
-    pub(super) jobs: Vec<JobInfo>,
-    pub(super) nodes: Vec<NodeInfo>,
+    /// The build that made the tables ([`super::table_build::TableMemo::keep`]).
+    pub(super) built: u64,
+    pub(super) tasks: super::rows::Rows<TaskInfo>,
+    pub(super) jobs: super::rows::Rows<JobInfo>,
+    pub(super) nodes: super::rows::Rows<NodeInfo>,
     pub(super) queues: Vec<QueueInfo>,
     // Fx hashing: these are rebuilt and probed for every object in every session, and their
     // keys are names from the cluster state, not input an attacker picks to collide per session.
@@ -180,6 +187,22 @@ pub struct SessionState {
     /// Per task being placed by the HyperNode-aware path: the job's HyperNode so far
     /// (`TaskInfo.JobAllocatedHyperNode`), which network-topology-aware scoring reads.
     pub(super) task_job_hyper_node: FxHashMap<TaskId, crate::model::HyperNodeId>,
+}
+
+/// A session hands its rows to the scheduler's memo as it ends, for the next build to take
+/// over the ones nothing changed.
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        if !self.options.carry_rows {
+            return;
+        }
+        let rows = super::table_build::KeptRows {
+            tasks: std::mem::take(&mut self.tasks).into_parts(),
+            jobs: std::mem::take(&mut self.jobs).into_parts(),
+            nodes: std::mem::take(&mut self.nodes).into_parts(),
+        };
+        self.options.tables.keep(self.built, rows);
+    }
 }
 
 impl SessionState {
@@ -416,7 +439,7 @@ impl SessionState {
         status: &str,
         reason: &str,
     ) -> bool {
-        let j = &mut self.jobs[job.index()];
+        let j = &self.jobs[job.index()];
         let gangs_ready_condition = (type_, status, reason)
             == (
                 apis::condition_type::SCHEDULED,
@@ -427,7 +450,10 @@ impl SessionState {
             Some(observed) if gangs_ready_condition => observed.gang_ready,
             _ => j.status().renewable(type_, status, reason),
         };
-        if renewable {
+        // A note for this session only, which leaves the row unchanged for the next build
+        // (it resets the note on every row it takes over): every session renews every running
+        // gang's condition.
+        if renewable && let Some(j) = self.jobs.get_unmarked_mut(job.index()) {
             j.renewed_condition = Some(type_);
         }
         renewable

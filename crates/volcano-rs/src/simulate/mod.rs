@@ -70,6 +70,9 @@ pub struct SimOptions {
     pub recreate_evicted: bool,
     /// Allocate's search memo (on by default; off to compare decisions without it).
     pub search_memo: bool,
+    /// Builds take over the last session's unchanged rows (on by default; off to compare
+    /// decisions without it).
+    pub carry_rows: bool,
 }
 
 impl SimOptions {
@@ -85,6 +88,7 @@ impl SimOptions {
             cycle_period: std::time::Duration::ZERO,
             recreate_evicted: false,
             search_memo: true,
+            carry_rows: true,
         }
     }
 }
@@ -236,6 +240,7 @@ pub fn run(input: &SimInput, opts: &SimOptions) -> Result<Report, SimError> {
             .cloned()
             .unwrap_or_else(|| DEFAULT_SCHEDULER_NAMES[0].to_string()),
         search_memo: opts.search_memo,
+        carry_rows: opts.carry_rows,
         ..SessionOptions::default()
     };
     let (mut cluster, admission_warnings) = SimCluster::new(input, state_options, opts.now);

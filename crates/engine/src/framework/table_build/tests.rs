@@ -46,6 +46,9 @@ enum Change {
     DeletePriorityClass(u8),
     /// A session of the scheduler: builds with and without the memo.
     Build,
+    /// A session that runs actions on the memo's tables (placing, counting, writing statuses)
+    /// and hands them back changed; nothing it decides reaches the cluster.
+    Session,
 }
 
 fn change() -> impl Strategy<Value = Change> {
@@ -63,6 +66,7 @@ fn change() -> impl Strategy<Value = Change> {
         1 => (0..3u8, -3..3i8, any::<bool>()).prop_map(|(i, value, default)| Change::PriorityClass { i, value, default }),
         1 => (0..3u8).prop_map(Change::DeletePriorityClass),
         4 => Just(Change::Build),
+        2 => Just(Change::Session),
     ]
 }
 
@@ -157,7 +161,7 @@ fn apply(state: &mut ClusterState, c: &Change) {
             "globalDefault": default
         }))),
         Change::DeletePriorityClass(i) => state.delete_priority_class(&format!("pc{i}")),
-        Change::Build => {}
+        Change::Build | Change::Session => {}
     }
 }
 
@@ -198,12 +202,53 @@ fn tables(snapshot: &Snapshot, options: &SessionOptions) -> String {
     )
 }
 
+/// A session with every action that needs no plugin, on the scheduler's memo.
+fn run_session(snapshot: &Snapshot, options: &SessionOptions) {
+    let known = KnownNames {
+        actions: &["enqueue", "allocate", "backfill"],
+        plugins: &[],
+        strict: true,
+        check_arguments: None,
+    };
+    let conf = parse(
+        "actions: \"enqueue, allocate, backfill\"\ntiers: []\n",
+        &known,
+    )
+    .expect("conf")
+    .conf;
+    let mut ssn = super::super::Session::open(
+        snapshot,
+        Arc::new(conf),
+        &super::super::PluginRegistry::new(),
+        options.clone(),
+        Timestamp::UNIX_EPOCH,
+        "session".into(),
+    );
+    crate::actions::run_configured_actions(&mut ssn, &|| std::time::Duration::ZERO);
+    let d = ssn.close();
+    eprintln!(
+        "SESSION binds {} statuses {}",
+        d.binds.len(),
+        d.pod_group_statuses.len()
+    );
+}
+
+/// What the last build with the memo took over from the session before it.
+fn carried(options: &SessionOptions) -> Carried {
+    let links = options.tables.links.lock().expect("memo");
+    links.as_ref().map_or(Carried::default(), |l| l.carried)
+}
+
 /// Runs the changes; returns how many builds took at least one link over.
 fn check(changes: &[Change]) -> Result<usize, TestCaseError> {
     let mut state = ClusterState::new(options());
     let scheduler = SessionOptions::default();
     let mut reused = 0;
     for c in changes.iter().chain([&Change::Build]) {
+        if let Change::Session = c {
+            run_session(&state.snapshot(), &scheduler);
+            continue;
+        }
         let Change::Build = c else {
             apply(&mut state, c);
             continue;
@@ -278,8 +323,8 @@ fn a_steady_stream_takes_the_links_of_what_did_not_change_over() {
             tables(&snapshot, &scheduler),
             tables(&snapshot, &SessionOptions::default())
         );
-        let links = scheduler.tables.links.lock().expect("memo");
-        let links = links.as_ref().expect("links kept");
+        let guard = scheduler.tables.links.lock().expect("memo");
+        let links = guard.as_ref().expect("links kept");
         // Every pod and job resolved: one more of each than the build before.
         assert_eq!(links.tasks.len(), usize::from(i) + 1);
         assert_eq!(links.jobs.len(), usize::from(i) + 1);
@@ -290,9 +335,10 @@ fn a_steady_stream_takes_the_links_of_what_did_not_change_over() {
                 .all(|t| t.job.is_some() && t.node.is_some()),
             "{:?}",
             links
-                .tasks
+                .task_specs
                 .iter()
-                .map(|t| (t.spec.key.clone(), t.job, t.node))
+                .zip(&links.tasks)
+                .map(|(s, t)| (s.key.clone(), t.job, t.node))
                 .collect::<Vec<_>>()
         );
         assert_eq!(
@@ -302,7 +348,34 @@ fn a_steady_stream_takes_the_links_of_what_did_not_change_over() {
         );
         assert_eq!(links.taken_nodes, usize::from(i), "node links taken over");
         assert_eq!(links.taken_jobs, usize::from(i), "queue links taken over");
+        // The rows of the build before, which no session changed, are taken over but for the
+        // node the new pod joined; the first build had none to take.
+        let carried = links.carried;
+        drop(guard);
+        let expected = if i == 0 {
+            Carried::default()
+        } else {
+            Carried {
+                tasks: usize::from(i),
+                jobs: usize::from(i),
+                nodes: 0,
+            }
+        };
+        assert_eq!(carried, expected, "rows taken over");
+        let _ = carried_after_session(&state, &scheduler);
     }
+}
+
+/// A session changes the rows of what it placed; the next build makes those afresh and takes
+/// the others over.
+fn carried_after_session(state: &ClusterState, scheduler: &SessionOptions) -> Carried {
+    run_session(&state.snapshot(), scheduler);
+    let snapshot = state.snapshot();
+    assert_eq!(
+        tables(&snapshot, scheduler),
+        tables(&snapshot, &SessionOptions::default())
+    );
+    carried(scheduler)
 }
 
 /// A pod taken over whose PodGroup now shares its uid with the one-pod job of a standalone pod
