@@ -701,27 +701,41 @@ fn job_rows(
     let mut jobs = Vec::with_capacity(pg.jobs.len() + implicit.len());
     let mut fresh = Vec::with_capacity(jobs.capacity());
     let mut carried = 0;
+    let new_row = |j: &PodGroupJob<'_>| {
+        let mut job = JobInfo::from_spec(Arc::clone(j.spec));
+        job.queue = Some(j.links.queue);
+        job.priority = j.links.priority;
+        job
+    };
     for (i, j) in pg.jobs.iter().enumerate() {
         let kept = match (j.kept_row, &mut old.kept) {
             (Some(w), Some(rows)) if !pods.touched_jobs[i] => rows.jobs.take(w),
             _ => None,
         };
-        let row = kept.and_then(|mut row| {
-            for t in row.tasks.iter_mut() {
-                *t = pods.task_now.get(t.index()).copied().flatten()?;
-            }
+        // Moved straight into the table and renumbered there: a job row is large, and each
+        // copy of it on the way is another pass over its memory.
+        let Some(row) = kept else {
+            jobs.push(new_row(j));
+            fresh.push(true);
+            continue;
+        };
+        jobs.push(row);
+        let Some(row) = jobs.last_mut() else {
+            continue;
+        };
+        let renumbered = row.tasks.iter_mut().all(|t| {
+            let now = pods.task_now.get(t.index()).copied().flatten();
+            *t = now.unwrap_or(*t);
+            now.is_some()
+        });
+        if renumbered {
             // The one field a session writes without marking the row.
             row.renewed_condition = None;
-            Some(row)
-        });
-        fresh.push(row.is_none());
-        carried += usize::from(row.is_some());
-        jobs.push(row.unwrap_or_else(|| {
-            let mut job = JobInfo::from_spec(Arc::clone(j.spec));
-            job.queue = Some(j.links.queue);
-            job.priority = j.links.priority;
-            job
-        }));
+            carried += 1;
+        } else {
+            *row = new_row(j);
+        }
+        fresh.push(!renumbered);
     }
     jobs.extend(implicit);
     fresh.resize(jobs.len(), true);

@@ -416,3 +416,42 @@ fn a_pod_taken_over_joins_the_one_pod_job_that_took_its_pod_groups_uid() {
     let reused = check(&changes).expect("same tables");
     assert!(reused >= 1, "the linked pod was taken over");
 }
+
+/// Gang's renewal note is written without marking the row: a job row taken over must not keep
+/// the last session's note, or a status written in the next session would carry a renewal that
+/// session never made.
+#[test]
+fn a_job_taken_over_drops_the_last_sessions_renewal_note() {
+    let mut state = ClusterState::new(options());
+    apply(&mut state, &Change::Queue(0));
+    apply(&mut state, &Change::Node { i: 0, cpu: 8 });
+    let group = Change::PodGroup {
+        i: 0,
+        queue: 0,
+        class: None,
+        min: 1,
+    };
+    apply(&mut state, &group);
+    let scheduler = SessionOptions::default();
+    let snapshot = state.snapshot();
+    {
+        let mut s = build_state(
+            &snapshot,
+            conf(),
+            scheduler.clone(),
+            Timestamp::UNIX_EPOCH,
+            "s".into(),
+        );
+        let job = s.jobs.get_unmarked_mut(0).expect("the PodGroup's job");
+        job.renewed_condition = Some("Scheduled");
+    }
+    let s = build_state(
+        &snapshot,
+        conf(),
+        scheduler.clone(),
+        Timestamp::UNIX_EPOCH,
+        "s".into(),
+    );
+    assert_eq!(carried(&scheduler).jobs, 1, "the job row was taken over");
+    assert_eq!(s.jobs[0].renewed_condition, None);
+}
