@@ -2,8 +2,9 @@
 //!
 //! The next build takes over the rows nobody changed whose objects did not change either
 //! (`framework::table_build`), instead of building them again from their specs. Reading a row
-//! goes through `Index` or the slice; every way to change one (`IndexMut`, `get_mut`,
-//! `iter_mut`) marks it, so no change can slip past the mark.
+//! goes through `Index` or the slice (`Deref` gives no mutable slice); the only ways to change
+//! one are `IndexMut`, which marks it, and `get_unmarked_mut`, kept for the one field a build
+//! resets on every row it takes over.
 
 use std::ops::{Deref, Index, IndexMut};
 
@@ -28,42 +29,10 @@ impl<T> Rows<T> {
         }
     }
 
-    /// Whether the session changed row `i` (or may have: a mutable borrow marks it).
-    pub fn changed(&self, i: usize) -> bool {
-        self.changed
-            .get(i / 64)
-            .is_some_and(|w| w & (1 << (i % 64)) != 0)
-    }
-
-    /// How many rows were changed.
-    pub fn changed_count(&self) -> usize {
-        self.changed.iter().map(|w| w.count_ones() as usize).sum()
-    }
-
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        if i < self.rows.len() {
-            self.mark(i);
-        }
-        self.rows.get_mut(i)
-    }
-
     /// The row without marking it: only for a field that a build resets on every row it takes
     /// over (`JobInfo::renewed_condition`), so that the row still counts as unchanged.
     pub fn get_unmarked_mut(&mut self, i: usize) -> Option<&mut T> {
         self.rows.get_mut(i)
-    }
-
-    /// Every row, each marked as changed.
-    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
-        for (k, w) in self.changed.iter_mut().enumerate() {
-            let left = self.rows.len() - k * 64;
-            *w = if left >= 64 {
-                u64::MAX
-            } else {
-                (1 << left) - 1
-            };
-        }
-        self.rows.iter_mut()
     }
 
     /// The rows and, per row, whether it was changed.
@@ -125,26 +94,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_way_to_change_a_row_marks_it() {
+    fn indexing_mutably_marks_the_row() {
         let mut rows = Rows::new((0..130).collect::<Vec<u32>>());
         assert_eq!(rows[3], 3);
         assert_eq!(rows.iter().sum::<u32>(), (0..130u32).sum::<u32>());
-        assert_eq!(rows.changed_count(), 0);
         rows[5] += 1;
-        if let Some(r) = rows.get_mut(129) {
-            *r = 0;
-        }
-        assert!(rows.get_mut(130).is_none());
+        rows[129] = 0;
         if let Some(r) = rows.get_unmarked_mut(6) {
             *r = 0;
         }
-        assert!(!rows.changed(6));
-        assert!(rows.changed(5) && rows.changed(129) && !rows.changed(4));
-        assert_eq!(rows.changed_count(), 2);
-        rows.iter_mut().for_each(|_| {});
-        assert_eq!(rows.changed_count(), 130);
         let (v, changed) = rows.into_parts();
-        assert_eq!(v.len(), 130);
-        assert!(bit(&changed, 129) && !bit(&changed, 130));
+        assert_eq!((v[5], v[6], v[129]), (6, 0, 0));
+        let marked: Vec<usize> = (0..131).filter(|&i| bit(&changed, i)).collect();
+        assert_eq!(marked, [5, 129]);
     }
 }

@@ -458,13 +458,14 @@ fn pod_pass(
     node_by_name: &FxHashMap<String, NodeId>,
     pg: &PodGroupPass<'_>,
     old: &mut Old,
-    had_map: bool,
+    had_links: bool,
 ) -> PodPass {
     let pg_job_count = pg.jobs.len();
     let mut pg_jobs = PodGroupJobs {
         uids: pg.jobs.iter().map(|j| j.spec.uid.as_str()).collect(),
         map: None,
-        searches: if had_map { 0 } else { SEARCHES_BEFORE_MAP },
+        // The first build resolves every pod: a map at once.
+        searches: if had_links { 0 } else { SEARCHES_BEFORE_MAP },
     };
     let count = snapshot.pod_count();
     let mut pass = PodPass {
