@@ -148,6 +148,19 @@ pub trait Plugin: Send + Sync {
     /// Called once when the session closes (in tier order; Volcano's order is unspecified).
     fn on_session_close(&mut self, _ssn: &mut SessionState) {}
 
+    /// What this plugin keeps for its successor: the instance at the same place in the next
+    /// session of the same configuration, when that session takes the rows of this one over
+    /// ([`SessionState::node_row_carried`]). Asked once, after close. Whatever it holds about a
+    /// row may be used again only where the row was carried: the receiver checks. The default
+    /// keeps nothing, which is always correct.
+    fn hand_over(&mut self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
+        None
+    }
+
+    /// Receives what the instance before this one handed over ([`Plugin::hand_over`]); called
+    /// before [`Plugin::on_session_open`], and only when the configuration is the same.
+    fn take_over(&mut self, _previous: Box<dyn std::any::Any + Send + Sync>) {}
+
     /// The points this plugin registered for this session; asked after `on_session_open`.
     fn extension_points(&self) -> ExtensionPoints;
 

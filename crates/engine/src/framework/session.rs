@@ -77,6 +77,7 @@ impl Session {
             task_order_instances: Vec::new(),
             predicate_instances: Vec::new(),
         };
+        let mut handed_over = session.state.take_handed_over(&conf);
         let mut instance_by_name: HashMap<String, usize> = HashMap::new();
         for (tier_index, tier) in conf.tiers.iter().enumerate() {
             for option in &tier.plugins {
@@ -85,6 +86,13 @@ impl Session {
                     continue;
                 };
                 let mut plugin = builder(&option.arguments);
+                // The same configuration makes the same instances in the same order.
+                if let Some(previous) = handed_over
+                    .get_mut(session.instances.len())
+                    .and_then(Option::take)
+                {
+                    plugin.take_over(previous);
+                }
                 let start = session.clock.as_ref().map(|c| c());
                 plugin.on_session_open(&mut session.state);
                 if let (Some(c), Some(start)) = (&session.clock, start) {
@@ -128,5 +136,27 @@ impl Session {
 
     pub fn state(&self) -> &SessionState {
         &self.state
+    }
+}
+
+/// A session hands what its plugins keep to the scheduler's memo as it ends, before its rows
+/// (`SessionState`'s drop): the next build passes both on when it takes the rows over.
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A session cut short by a panic may have left its plugins half-updated.
+        if !self.state.options.carry_rows || std::thread::panicking() {
+            return;
+        }
+        let states: Vec<_> = self.instances.iter_mut().map(|p| p.hand_over()).collect();
+        if states.iter().any(Option::is_some) {
+            let handed = super::table_build::HandedOver {
+                conf: Arc::clone(&self.state.conf),
+                states,
+            };
+            self.state
+                .options
+                .tables
+                .keep_handed_over(self.state.built, handed);
+        }
     }
 }

@@ -179,6 +179,11 @@ pub struct SessionState {
     pub(super) node_versions: Vec<u32>,
     /// Bumped whenever a task whose placement reaches beyond its node moves.
     pub(super) search_epoch: u32,
+    /// Per node, whether its row was made afresh rather than taken over from the session
+    /// before ([`SessionState::node_row_carried`]).
+    pub(super) fresh_nodes: Vec<bool>,
+    /// What the last session's plugins handed over, until the plugins of this one take it.
+    pub(super) handed_over: Option<super::table_build::HandedOver>,
     /// Every node whose version moved, in order (with repeats): the class indexes
     /// (`actions::search_index`) bring what changed since they last looked up to date.
     pub(super) search_touches: Vec<SearchTouch>,
@@ -543,6 +548,26 @@ impl SessionState {
     }
     pub fn set_node_search_start(&mut self, index: usize) {
         self.last_processed_node_index = index;
+    }
+
+    /// Whether the node's row was taken over from the session before, as that session left
+    /// it: the same node object and load sample, the same tasks (renumbered) in the same
+    /// state. What a plugin handed over about the node then still holds
+    /// ([`super::Plugin::hand_over`]).
+    pub fn node_row_carried(&self, node: NodeId) -> bool {
+        self.fresh_nodes.get(node.index()) == Some(&false)
+    }
+
+    /// What the last session's plugins handed over, by instance, when it was made under this
+    /// configuration.
+    pub(super) fn take_handed_over(
+        &mut self,
+        conf: &Arc<SchedulerConf>,
+    ) -> Vec<Option<Box<dyn std::any::Any + Send + Sync>>> {
+        match self.handed_over.take() {
+            Some(h) if Arc::ptr_eq(&h.conf, conf) => h.states,
+            _ => Vec::new(),
+        }
     }
 
     /// The search memo's stamp of a node: it changes whenever the session changes what is on

@@ -78,6 +78,25 @@ impl TableMemo {
             l.kept = Some(rows);
         }
     }
+
+    /// Takes what a session's plugins handed over as it ends ([`super::Plugin::hand_over`]),
+    /// under the same condition as its rows, which it must come before.
+    pub(super) fn keep_handed_over(&self, build: u64, handed: HandedOver) {
+        let mut links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(l) = links.as_mut()
+            && l.build == build
+            && l.kept.is_none()
+        {
+            l.handed_over = Some(handed);
+        }
+    }
+}
+
+/// What the plugins of one session handed over, by instance, and the configuration that made
+/// them: only the same configuration's instances receive it.
+pub(super) struct HandedOver {
+    pub conf: Arc<SchedulerConf>,
+    pub states: Vec<Option<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// A session's rows as it left them, and which of them it changed ([`super::rows::Rows`]).
@@ -105,6 +124,8 @@ struct Links {
     tasks: Vec<TaskLinks>,
     /// The session's rows, once it ended.
     kept: Option<KeptRows>,
+    /// What its plugins handed over, once it ended.
+    handed_over: Option<HandedOver>,
     /// How many pods of the build that left these links were the same as the build before.
     same_pods: usize,
     /// Of those builds' jobs and pods, how many took their queue and node links over.
@@ -241,6 +262,8 @@ struct Old {
     /// The last session's rows, where this build can take them over: it ended, and the nodes
     /// kept their names and order (so node ids still hold).
     kept: Option<OldRows>,
+    /// What the last session's plugins handed over, where its rows can be taken over.
+    handed_over: Option<HandedOver>,
     same_nodes: bool,
     same_job_links: bool,
 }
@@ -268,6 +291,7 @@ impl Old {
                 task_specs: Cursor::new(Vec::new()),
                 tasks: Vec::new(),
                 kept: None,
+                handed_over: None,
                 same_nodes: false,
                 same_job_links: false,
             };
@@ -287,7 +311,9 @@ impl Old {
                 && k.tasks.0.len() == l.task_specs.len()
                 && k.jobs.0.len() >= l.job_specs.len()
         });
+        let handed_over = l.handed_over.filter(|_| kept.is_some());
         Old {
+            handed_over,
             job_specs: Cursor::new(l.job_specs),
             jobs: l.jobs,
             task_specs: Cursor::new(l.task_specs),
@@ -641,6 +667,7 @@ pub(super) fn build_state(
         taken_jobs,
         ..
     } = pg;
+    let handed_over = old.handed_over.take();
     drop(old);
     *memo.links.lock().unwrap_or_else(PoisonError::into_inner) = Some(Links {
         build,
@@ -652,6 +679,7 @@ pub(super) fn build_state(
         task_specs,
         tasks: task_links,
         kept: None,
+        handed_over: None,
         same_pods,
         taken_jobs,
         taken_nodes,
@@ -681,6 +709,8 @@ pub(super) fn build_state(
         decisions: Decisions::default(),
         last_processed_node_index: 0,
         node_versions: vec![0; node_count],
+        fresh_nodes,
+        handed_over,
         search_epoch: 0,
         search_touches: Vec::new(),
         topology: crate::model::SessionTopology::default(),

@@ -180,6 +180,13 @@ impl PodView {
         ssn.node(node).tasks.len().saturating_sub(hidden)
     }
 
+    /// Whether every pod listed on the node is on it in this view.
+    pub fn shows_all_on(&self, node: NodeId) -> bool {
+        self.hidden_per_node
+            .get(node.index())
+            .is_none_or(|&h| h == 0)
+    }
+
     /// Whether the task's pod is on its node in this view.
     pub fn is_visible(&self, task: TaskId) -> bool {
         self.hidden.is_empty() || !self.hidden.contains(&task)

@@ -222,6 +222,12 @@ impl PodRequests {
     }
 }
 
+/// The node sums one session hands to the next ([`Plugin::hand_over`]), by node index.
+struct HandedNodes {
+    gpu: ResourceName,
+    nodes: Vec<Option<NodeResources>>,
+}
+
 /// What the resource scores need of one node: its allocatable (as the node object states it,
 /// like upstream node infos) and the sums of its pods' requests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -343,8 +349,11 @@ pub struct NodeOrder {
     weights: NodeOrderWeights,
     gpu: ResourceName,
     view: PodView,
-    /// Per node, built on first use (see [`NodeOrder::resources`]).
+    /// Per node, built on first use (see [`NodeOrder::resources`]) or taken over from the
+    /// session before.
     nodes: Vec<OnceLock<NodeResources>>,
+    /// What the instance of the session before handed over, until this one opens.
+    previous: Option<HandedNodes>,
     /// ImageLocality's per-image scans, filled the first time a pod asks for an image.
     images: RwLock<FxHashMap<String, Arc<ImageSpread>>>,
     /// Each scheduling class's images (see [`NodeOrder::class_images`]).
@@ -388,6 +397,7 @@ impl NodeOrder {
             gpu: ResourceName::new(GPU),
             view: PodView::default(),
             nodes: Vec::new(),
+            previous: None,
             images: RwLock::new(FxHashMap::default()),
             class_images: RwLock::new(FxHashMap::default()),
             class_requests: RwLock::new(FxHashMap::default()),
@@ -678,7 +688,24 @@ impl Plugin for NodeOrder {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.view = PodView::open(ssn, false, self.weights.pod_affinity != 0);
-        self.nodes = ssn.nodes().iter().map(|_| OnceLock::new()).collect();
+        let mut previous = self.previous.take().filter(|p| p.gpu == self.gpu);
+        // A node's sums as the session before left them hold where its row was carried: the
+        // same node object and the same tasks, all shown (no view hides a pod at open).
+        self.nodes = ssn
+            .node_ids()
+            .map(|n| {
+                let cell = OnceLock::new();
+                if ssn.node_row_carried(n)
+                    && let Some(r) = previous
+                        .as_mut()
+                        .and_then(|p| p.nodes.get_mut(n.index()))
+                        .and_then(Option::take)
+                {
+                    let _ = cell.set(r);
+                }
+                cell
+            })
+            .collect();
         self.prefer_no_schedule_nodes = ssn
             .node_ids()
             .filter(|&n| has_prefer_no_schedule_taint(ssn.node(n).spec.node.as_ref()))
@@ -739,6 +766,29 @@ impl Plugin for NodeOrder {
     /// preferred terms or `ScheduleAnyway` spread, which are not node-local either.
     fn placement_is_node_local(&self, _ssn: &SessionState, _task: TaskId) -> bool {
         true
+    }
+
+    /// The nodes' sums where they count every pod listed on the node (no pod hidden): what
+    /// the next session finds on a node whose row it carries over.
+    fn hand_over(&mut self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
+        let nodes: Vec<Option<NodeResources>> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                cell.into_inner()
+                    .filter(|_| self.view.shows_all_on(NodeId::from_index(i)))
+            })
+            .collect();
+        nodes.iter().any(Option::is_some).then(|| {
+            Box::new(HandedNodes {
+                gpu: self.gpu,
+                nodes,
+            }) as Box<dyn std::any::Any + Send + Sync>
+        })
+    }
+
+    fn take_over(&mut self, previous: Box<dyn std::any::Any + Send + Sync>) {
+        self.previous = previous.downcast::<HandedNodes>().ok().map(|b| *b);
     }
 
     fn on_allocate(&mut self, ssn: &SessionState, task: TaskId) -> Result<(), String> {

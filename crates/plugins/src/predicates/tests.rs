@@ -244,13 +244,14 @@ fn pd5_prefilter_skips() {
         json!({}),
         json!({"nodeSelector": {"disk": "hdd"}}),
     ));
-    let ssn = session(&c, &[]);
+    let mut ssn = session(&c, &[]);
     let mut p = Predicates::from_arguments(&Arguments::new());
-    let mut state = ssn.state;
-    p.on_session_open(&mut state);
+    let state = &mut ssn.state;
+    p.on_session_open(state);
+    let state = &*state;
 
     let plain = state.task_by_key("ns/plain");
-    p.pre_predicate(&state, plain).expect("prefilter");
+    p.pre_predicate(state, plain).expect("prefilter");
     let skip = p.skip_set(plain);
     for f in [
         Filter::NodeAffinity,
@@ -263,10 +264,10 @@ fn pd5_prefilter_skips() {
     assert!(!skip.contains(Filter::TaintToleration) && !skip.contains(Filter::NodeUnschedulable));
 
     let hdd = state.task_by_key("ns/hdd");
-    p.pre_predicate(&state, hdd).expect("prefilter");
+    p.pre_predicate(state, hdd).expect("prefilter");
     assert!(!p.skip_set(hdd).contains(Filter::NodeAffinity));
     let n1 = state.node_by_key("n1");
-    let err = p.predicate(&state, hdd, n1).expect_err("selector mismatch");
+    let err = p.predicate(state, hdd, n1).expect_err("selector mismatch");
     assert_eq!(
         codes(&err),
         vec![(
