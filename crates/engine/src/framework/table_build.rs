@@ -70,24 +70,23 @@ impl TableMemo {
     /// Takes a session's rows back when it ends, for the next build: only while no other build
     /// came after the one that made them.
     pub(super) fn keep(&self, build: u64, rows: KeptRows) {
-        let mut links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(l) = links.as_mut()
-            && l.build == build
-            && l.kept.is_none()
-        {
-            l.kept = Some(rows);
-        }
+        self.with_links_of(build, |l| l.kept = Some(rows));
     }
 
     /// Takes what a session's plugins handed over as it ends ([`super::Plugin::hand_over`]),
     /// under the same condition as its rows, which it must come before.
     pub(super) fn keep_handed_over(&self, build: u64, handed: HandedOver) {
+        self.with_links_of(build, |l| l.handed_over = Some(handed));
+    }
+
+    /// Runs `f` on the links of `build` while its session has not handed its rows back.
+    fn with_links_of(&self, build: u64, f: impl FnOnce(&mut Links)) {
         let mut links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(l) = links.as_mut()
             && l.build == build
             && l.kept.is_none()
         {
-            l.handed_over = Some(handed);
+            f(l);
         }
     }
 }
