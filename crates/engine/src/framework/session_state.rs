@@ -185,6 +185,11 @@ pub struct SessionState {
     pub(super) fresh_nodes: Vec<bool>,
     /// What the last session's plugins handed over, until the plugins of this one take it.
     pub(super) handed_over: Option<super::table_build::HandedOver>,
+    /// The tasks on a node, as the session opened, whose pods have inter-pod affinity or
+    /// anti-affinity terms (`TaskSpec::inter_pod_affinity`), in `TaskId` order.
+    pub(super) placed_with_pod_affinity: Vec<TaskId>,
+    /// Likewise the tasks on a node whose pods ask for host ports.
+    pub(super) placed_with_host_ports: Vec<TaskId>,
     /// Every node whose version moved, in order (with repeats): the class indexes
     /// (`actions::search_index`) bring what changed since they last looked up to date.
     pub(super) search_touches: Vec<SearchTouch>,
@@ -549,6 +554,19 @@ impl SessionState {
     }
     pub fn set_node_search_start(&mut self, index: usize) {
         self.last_processed_node_index = index;
+    }
+
+    /// The tasks on a node as the session opened whose pods have inter-pod affinity or
+    /// anti-affinity terms, in `TaskId` order: what a view of the placed pods indexes, found
+    /// without reading every pod.
+    pub fn placed_with_pod_affinity(&self) -> &[TaskId] {
+        &self.placed_with_pod_affinity
+    }
+
+    /// The tasks on a node as the session opened whose pods ask for host ports, in `TaskId`
+    /// order.
+    pub fn placed_with_host_ports(&self) -> &[TaskId] {
+        &self.placed_with_host_ports
     }
 
     /// Whether the node's row was taken over from the session before, as that session left

@@ -460,6 +460,10 @@ struct PodPass {
     implicit_jobs: Vec<Box<JobInfo>>,
     /// Old task → its position now, for the tasks whose rows were taken over.
     task_now: Vec<Option<TaskId>>,
+    /// The tasks on a node whose pods have inter-pod affinity or anti-affinity terms, and
+    /// those whose pods ask for host ports.
+    placed_with_pod_affinity: Vec<TaskId>,
+    placed_with_host_ports: Vec<TaskId>,
     /// PodGroup jobs and nodes that gained, lost or changed a task: their rows are made afresh.
     touched_jobs: Vec<bool>,
     touched_nodes: Vec<bool>,
@@ -506,8 +510,13 @@ fn pod_pass(
         touched_nodes: vec![false; node_by_name.len()],
         same_pods: 0,
         taken_nodes: 0,
+        placed_with_pod_affinity: Vec::new(),
+        placed_with_host_ports: Vec::new(),
     };
     let mut implicit_by_uid: FxHashMap<String, JobId> = FxHashMap::default();
+    let affinity: Vec<&str> = snapshot.pods_with_inter_pod_affinity().collect();
+    let host_ports: Vec<&str> = snapshot.pods_with_host_ports().collect();
+    let (mut affinity, mut host_ports) = (affinity.as_slice(), host_ports.as_slice());
     for spec in snapshot.pods() {
         let found = step(&mut old.task_specs, spec, &spec.key, |t| t.key.as_str());
         let was = found
@@ -588,6 +597,14 @@ fn pod_pass(
             _ => Arc::clone(spec),
         });
         pass.task_links.push(TaskLinks { job: pg_job, node });
+        if task.node.is_some() {
+            if noted(&mut affinity, &spec.key) {
+                pass.placed_with_pod_affinity.push(id);
+            }
+            if noted(&mut host_ports, &spec.key) {
+                pass.placed_with_host_ports.push(id);
+            }
+        }
         pass.tasks.push(task);
     }
     // The jobs and nodes of old tasks whose rows were not taken over lost a task.
@@ -660,6 +677,8 @@ pub(super) fn build_state(
         task_links,
         same_pods,
         taken_nodes,
+        placed_with_pod_affinity,
+        placed_with_host_ports,
         ..
     } = pods;
     let PodGroupPass {
@@ -713,6 +732,8 @@ pub(super) fn build_state(
         node_versions: vec![0; node_count],
         fresh_nodes,
         handed_over,
+        placed_with_pod_affinity,
+        placed_with_host_ports,
         search_epoch: 0,
         search_touches: Vec::new(),
         topology: crate::model::SessionTopology::default(),
@@ -720,6 +741,22 @@ pub(super) fn build_state(
     };
     state.install_topology(&with_topology);
     state
+}
+
+/// Whether the pod under `key` is among the keys noted (sorted): steps past the keys up to it.
+/// The pods are walked in key order too, so without noted pods this costs a length check.
+#[inline]
+fn noted(keys: &mut &[&str], key: &str) -> bool {
+    while let Some((&first, rest)) = keys.split_first() {
+        if first > key {
+            return false;
+        }
+        *keys = rest;
+        if first == key {
+            return true;
+        }
+    }
+    false
 }
 
 /// The jobs' rows in `JobId` order: the last session's row of an unchanged PodGroup whose

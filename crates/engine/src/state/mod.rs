@@ -6,7 +6,7 @@
 //! after a snapshot copies the table it touches once (copy-on-write), so a session never sees a
 //! half-applied event and the watchers never wait for a session.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
 use apis::{PodGroup, Queue};
@@ -92,6 +92,12 @@ pub struct ClusterState {
     /// How many of `pods` wait for a decision (pending pods of ours), kept as `pods` changes so
     /// that [`ClusterState::has_waiting_work`] need not look at every pod.
     waiting_pods: usize,
+    /// The keys of the pods in `pods` with inter-pod affinity or anti-affinity terms, kept as
+    /// `pods` changes: the few pods a session's pod views index, found without reading every
+    /// pod ([`ClusterState::pods_with_inter_pod_affinity`]).
+    affinity_pods: Arc<BTreeSet<String>>,
+    /// Likewise the pods that ask for host ports.
+    host_port_pods: Arc<BTreeSet<String>>,
     nodes: Arc<BTreeMap<String, NodeEntry>>,
     pod_groups: Arc<BTreeMap<String, PodGroupEntry>>,
     queues: Arc<BTreeMap<String, Arc<QueueSpec>>>,
@@ -124,6 +130,19 @@ pub struct ClusterState {
     node_table: OnceLock<Arc<NodeTable>>,
     /// The node table the next build replaces (it shares its name index when it can).
     replaced_node_table: Option<Arc<NodeTable>>,
+}
+
+/// Puts `key` in the set or takes it out; the set is copied (a snapshot may share it) only
+/// when that changes it.
+fn note(set: &mut Arc<BTreeSet<String>>, key: &str, member: bool) {
+    if member != set.contains(key) {
+        let set = Arc::make_mut(set);
+        if member {
+            set.insert(key.to_string());
+        } else {
+            set.remove(key);
+        }
+    }
 }
 
 /// A pod as observed, to assume a bind of (see [`ClusterState::bind_source`]).
@@ -283,6 +302,7 @@ impl ClusterState {
             if self.pods.contains_key(&key) {
                 let old = Arc::make_mut(&mut self.pods).remove(&key);
                 self.count_waiting(old.as_deref(), None);
+                self.note_pod_flags(&key, None);
             }
             return false;
         }
@@ -293,9 +313,35 @@ impl ClusterState {
             .map_or((false, false), |p| (waits(p), holds_node(p)));
         let wake = (waits(&spec) && !was_pending) || (held && !holds_node(&spec));
         let spec = Arc::new(spec);
+        self.note_pod_flags(&key, Some(&spec));
         let old = Arc::make_mut(&mut self.pods).insert(key, Arc::clone(&spec));
         self.count_waiting(old.as_deref(), Some(&spec));
         wake
+    }
+
+    /// Keeps `affinity_pods` and `host_port_pods` true to the pod entry under `key` (now
+    /// `new`, or gone).
+    fn note_pod_flags(&mut self, key: &str, new: Option<&TaskSpec>) {
+        note(
+            &mut self.affinity_pods,
+            key,
+            new.is_some_and(|t| t.inter_pod_affinity),
+        );
+        note(
+            &mut self.host_port_pods,
+            key,
+            new.is_some_and(|t| t.uses_host_ports),
+        );
+    }
+
+    /// The keys of the pods with inter-pod affinity or anti-affinity terms, in key order.
+    pub fn pods_with_inter_pod_affinity(&self) -> impl Iterator<Item = &str> {
+        self.affinity_pods.iter().map(String::as_str)
+    }
+
+    /// The keys of the pods that ask for host ports, in key order.
+    pub fn pods_with_host_ports(&self) -> impl Iterator<Item = &str> {
+        self.host_port_pods.iter().map(String::as_str)
     }
 
     /// Keeps `waiting_pods` true to a pod entry replaced (`old` by `new`, either absent).
@@ -362,6 +408,7 @@ impl ClusterState {
         let assumed = Arc::new(assumed);
         let old = Arc::make_mut(&mut self.pods).insert(key.to_string(), Arc::clone(&assumed));
         self.count_waiting(old.as_deref(), Some(&assumed));
+        self.note_pod_flags(key, Some(&assumed));
         true
     }
 
@@ -419,6 +466,7 @@ impl ClusterState {
         }
         let removed = Arc::make_mut(&mut self.pods).remove(&key);
         self.count_waiting(removed.as_deref(), None);
+        self.note_pod_flags(&key, None);
         removed.is_some_and(|removed| holds_node(&removed))
     }
 

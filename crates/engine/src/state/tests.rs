@@ -497,3 +497,60 @@ proptest::proptest! {
         }
     }
 }
+
+/// A pod of ours with inter-pod anti-affinity, host ports, both or neither.
+fn pod_with_terms(name: &str, node: Option<&str>, affinity: bool, host_port: bool) -> Pod {
+    let mut p = pod(
+        name,
+        "volcano-rs",
+        node,
+        if node.is_some() { "Running" } else { "Pending" },
+    );
+    let mut v = serde_json::to_value(&p).expect("pod as json");
+    if affinity {
+        v["spec"]["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]}});
+    }
+    if host_port {
+        v["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 8080}]);
+    }
+    p = serde_json::from_value(v).expect("pod");
+    p
+}
+
+proptest::proptest! {
+    /// The keys of the pods with inter-pod terms and with host ports follow any sequence of
+    /// pod changes: they are the pods a scan over every pod finds.
+    #[test]
+    fn the_pods_with_terms_or_host_ports_follow_every_pod_change(
+        steps in proptest::collection::vec((0..6usize, 0..4usize, 0..4u8), 1..60),
+    ) {
+        let mut s = ClusterState::new(StateOptions::default());
+        for (op, i, kind) in steps {
+            let name = format!("p{i}");
+            let key = format!("ns/{name}");
+            let (affinity, ports) = (kind & 1 != 0, kind & 2 != 0);
+            match op {
+                0 => { s.upsert_pod(pod_with_terms(&name, None, affinity, ports)); }
+                1 => { s.upsert_pod(pod_with_terms(&name, Some("n1"), affinity, ports)); }
+                2 => { s.upsert_pod(pod(&name, "default-scheduler", None, "Pending")); }
+                3 => { s.delete_pod("ns", &name); }
+                4 => { s.assume_bind(&key, "n1"); }
+                _ => s.rollback_bind(&key),
+            }
+            let scan = |flag: fn(&TaskSpec) -> bool| -> Vec<String> {
+                s.pods().filter(|p| flag(p)).map(|p| p.key.clone()).collect()
+            };
+            let noted = |keys: Vec<&str>| -> Vec<String> { keys.into_iter().map(str::to_string).collect() };
+            proptest::prop_assert_eq!(
+                noted(s.pods_with_inter_pod_affinity().collect()),
+                scan(|p| p.inter_pod_affinity)
+            );
+            proptest::prop_assert_eq!(
+                noted(s.pods_with_host_ports().collect()),
+                scan(|p| p.uses_host_ports)
+            );
+        }
+    }
+}

@@ -60,10 +60,9 @@ impl PodView {
             pod_affinity: track_pod_affinity.then(BTreeSet::new),
         };
         if track_required_anti_affinity || track_pod_affinity {
-            for node in ssn.nodes() {
-                for &(task, _) in &node.tasks {
-                    view.index(ssn, task);
-                }
+            // Only pods with terms are indexed (`index`); the session lists those placed.
+            for &task in ssn.placed_with_pod_affinity() {
+                view.index(ssn, task);
             }
         }
         view

@@ -748,19 +748,14 @@ impl Plugin for Predicates {
         self.filters = TaskTable::with_tasks(ssn.tasks().len());
         self.assumed_volumes = volumes::VolumeAssumptions::open(ssn);
         if self.enabled.node_ports {
-            self.used_ports = ssn
-                .nodes()
-                .iter()
-                .map(|node| {
-                    let mut used = UsedPorts::default();
-                    for &(task, _) in &node.tasks {
-                        if ssn.task(task).spec.uses_host_ports {
-                            used.add(task, &ssn.task(task).spec.pod);
-                        }
-                    }
-                    used
-                })
-                .collect();
+            self.used_ports = ssn.nodes().iter().map(|_| UsedPorts::default()).collect();
+            // In TaskId order, which is each node's task order at open.
+            for &task in ssn.placed_with_host_ports() {
+                let t = ssn.task(task);
+                if let Some(used) = t.node.and_then(|n| self.used_ports.get_mut(n.index())) {
+                    used.add(task, &t.spec.pod);
+                }
+            }
         }
         if self.enabled.cache {
             self.cache = Some(EquivalenceCache::new(ssn.nodes().len()));

@@ -120,6 +120,19 @@ fn apply(state: &mut ClusterState, c: &Change) {
                 // Node 4 is never created: a pod naming a node the cluster lacks.
                 pod["spec"]["nodeName"] = json!(format!("n{n}"));
             }
+            // Some pods with anti-affinity terms, some with host ports (the builds list those
+            // placed).
+            if i % 3 == 0 {
+                pod["spec"]["affinity"] = json!({"podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}
+                    ]
+                }});
+            }
+            if i % 4 == 1 {
+                pod["spec"]["containers"][0]["ports"] =
+                    json!([{"containerPort": 80, "hostPort": 80}]);
+            }
             state.upsert_pod(decode(pod));
         }
         Change::DeletePod(i) => {
@@ -196,6 +209,19 @@ fn tables(snapshot: &Snapshot, options: &SessionOptions) -> String {
         Timestamp::UNIX_EPOCH,
         "s".into(),
     );
+    let placed = |flag: fn(&TaskSpec) -> bool| -> Vec<TaskId> {
+        s.node_ids()
+            .flat_map(|n| s.node(n).tasks.iter().map(|&(t, _)| t))
+            .filter(|&t| flag(&s.task(t).spec))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    assert_eq!(
+        s.placed_with_pod_affinity(),
+        placed(|t| t.inter_pod_affinity)
+    );
+    assert_eq!(s.placed_with_host_ports(), placed(|t| t.uses_host_ports));
     format!(
         "tasks {:?}\njobs {:?}\nnodes {:?}\nqueues {:?}\nevents {:?}\ntotal {:?}",
         s.tasks, s.jobs, s.nodes, s.queues, s.events, s.total_resource
