@@ -22,9 +22,6 @@
 //! The tables come out the same either way (the property test in `table_build/tests.rs`, which
 //! runs sessions between builds, and the `carried_rows_*` decision properties).
 
-// Job rows are boxed on purpose: a build moves every row it takes over into its new table.
-#![allow(clippy::vec_box)]
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
