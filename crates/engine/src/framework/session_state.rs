@@ -147,8 +147,7 @@ pub struct SessionState {
     /// The build that made the tables ([`super::table_build::TableMemo::keep`]).
     pub(super) built: u64,
     pub(super) tasks: super::rows::Rows<TaskInfo>,
-    /// Boxed: a build moves the rows it takes over into a new table, and a job row is large.
-    pub(super) jobs: super::rows::Rows<Box<JobInfo>>,
+    pub(super) jobs: super::rows::Rows<JobInfo>,
     pub(super) nodes: super::rows::Rows<NodeInfo>,
     pub(super) queues: Vec<QueueInfo>,
     // Fx hashing: these are rebuilt and probed for every object in every session, and their
@@ -233,7 +232,7 @@ impl SessionState {
     pub fn tasks(&self) -> &[TaskInfo] {
         &self.tasks
     }
-    pub fn jobs(&self) -> &[Box<JobInfo>] {
+    pub fn jobs(&self) -> &[JobInfo] {
         &self.jobs
     }
     pub fn nodes(&self) -> &[NodeInfo] {

@@ -101,7 +101,7 @@ pub(super) struct HandedOver {
 /// A session's rows as it left them, and which of them it changed ([`super::rows::Rows`]).
 pub(super) struct KeptRows {
     pub tasks: (Vec<TaskInfo>, Vec<u64>),
-    pub jobs: (Vec<Box<JobInfo>>, Vec<u64>),
+    pub jobs: (Vec<JobInfo>, Vec<u64>),
     pub nodes: (Vec<NodeInfo>, Vec<u64>),
 }
 
@@ -270,7 +270,7 @@ struct Old {
 struct OldRows {
     tasks: Cursor<TaskInfo>,
     task_changed: Vec<u64>,
-    jobs: Cursor<Box<JobInfo>>,
+    jobs: Cursor<JobInfo>,
     job_changed: Vec<u64>,
     nodes: Vec<NodeInfo>,
     node_changed: Vec<u64>,
@@ -454,7 +454,7 @@ struct PodPass {
     task_specs: Vec<Arc<TaskSpec>>,
     task_links: Vec<TaskLinks>,
     /// The one-pod jobs of standalone pods, after the PodGroups' jobs.
-    implicit_jobs: Vec<Box<JobInfo>>,
+    implicit_jobs: Vec<JobInfo>,
     /// Old task → its position now, for the tasks whose rows were taken over.
     task_now: Vec<Option<TaskId>>,
     /// The tasks on a node whose pods have inter-pod affinity or anti-affinity terms, and
@@ -546,7 +546,7 @@ fn pod_pass(
                         let id = JobId::from_index(pg_job_count + pass.implicit_jobs.len());
                         let job = implicit_job(snapshot, spec, queue, qid);
                         implicit_by_uid.insert(job.spec.uid.clone(), id);
-                        pass.implicit_jobs.push(Box::new(job));
+                        pass.implicit_jobs.push(job);
                         Some(id)
                     }
                     _ => None,
@@ -762,14 +762,14 @@ fn noted(keys: &mut &[&str], key: &str) -> bool {
 fn job_rows(
     pg: &PodGroupPass<'_>,
     pods: &PodPass,
-    implicit: Vec<Box<JobInfo>>,
+    implicit: Vec<JobInfo>,
     old: &mut Old,
-) -> (Vec<Box<JobInfo>>, Vec<bool>, usize) {
+) -> (Vec<JobInfo>, Vec<bool>, usize) {
     let mut jobs = Vec::with_capacity(pg.jobs.len() + implicit.len());
     let mut fresh = Vec::with_capacity(jobs.capacity());
     let mut carried = 0;
     let new_row = |j: &PodGroupJob<'_>| {
-        let mut job = Box::new(JobInfo::from_spec(Arc::clone(j.spec)));
+        let mut job = JobInfo::from_spec(Arc::clone(j.spec));
         job.queue = Some(j.links.queue);
         job.priority = j.links.priority;
         job
@@ -854,7 +854,7 @@ fn node_rows(
 /// then works out whether each new job is ours.
 fn add_tasks_to_fresh_rows(
     tasks: &[TaskInfo],
-    jobs: &mut [Box<JobInfo>],
+    jobs: &mut [JobInfo],
     fresh_jobs: &[bool],
     nodes: &mut [NodeInfo],
     fresh_nodes: &[bool],
