@@ -12,6 +12,7 @@
 
 pub mod device_config;
 pub mod keys;
+pub mod lean_meta;
 pub mod nodeinfo;
 pub mod pod_group;
 pub mod queue;

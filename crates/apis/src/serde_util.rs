@@ -72,7 +72,7 @@ pub(crate) struct Envelope<Spec, Status> {
     api_version: Option<String>,
     #[serde(default)]
     kind: Option<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "crate::lean_meta::lean_object_meta")]
     metadata: ObjectMeta,
     #[serde(default, deserialize_with = "null_as_default")]
     spec: Spec,

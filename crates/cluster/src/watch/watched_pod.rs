@@ -6,10 +6,8 @@
 //! tree while it is parsed instead of building and dropping it, which is most of the
 //! allocations a pod event costs the watch.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Deserializer};
 
 use super::{Mirrored, ns_key};
@@ -19,30 +17,10 @@ use engine::state::ClusterState;
 #[derive(Clone, Debug, Default)]
 pub struct WatchedPod(pub Pod);
 
-/// `ObjectMeta` without `managedFields`: serde skips unknown keys without building them.
-#[derive(Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct LeanMeta {
-    annotations: Option<BTreeMap<String, String>>,
-    creation_timestamp: Option<Time>,
-    deletion_grace_period_seconds: Option<i64>,
-    deletion_timestamp: Option<Time>,
-    finalizers: Option<Vec<String>>,
-    generate_name: Option<String>,
-    generation: Option<i64>,
-    labels: Option<BTreeMap<String, String>>,
-    name: Option<String>,
-    namespace: Option<String>,
-    owner_references: Option<Vec<OwnerReference>>,
-    resource_version: Option<String>,
-    self_link: Option<String>,
-    uid: Option<String>,
-}
-
 #[derive(Deserialize)]
 struct LeanPod {
-    #[serde(default)]
-    metadata: Option<LeanMeta>,
+    #[serde(default, deserialize_with = "apis::lean_meta::lean_object_meta")]
+    metadata: ObjectMeta,
     #[serde(default)]
     spec: Option<PodSpec>,
     #[serde(default)]
@@ -52,25 +30,8 @@ struct LeanPod {
 impl<'de> Deserialize<'de> for WatchedPod {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let lean = LeanPod::deserialize(deserializer)?;
-        let m = lean.metadata.unwrap_or_default();
         Ok(WatchedPod(Pod {
-            metadata: ObjectMeta {
-                annotations: m.annotations,
-                creation_timestamp: m.creation_timestamp,
-                deletion_grace_period_seconds: m.deletion_grace_period_seconds,
-                deletion_timestamp: m.deletion_timestamp,
-                finalizers: m.finalizers,
-                generate_name: m.generate_name,
-                generation: m.generation,
-                labels: m.labels,
-                managed_fields: None,
-                name: m.name,
-                namespace: m.namespace,
-                owner_references: m.owner_references,
-                resource_version: m.resource_version,
-                self_link: m.self_link,
-                uid: m.uid,
-            },
+            metadata: lean.metadata,
             spec: lean.spec,
             status: lean.status,
         }))
