@@ -223,10 +223,7 @@ impl PodRequests {
 }
 
 /// The node sums one session hands to the next ([`Plugin::hand_over`]), by node index.
-struct HandedNodes {
-    gpu: ResourceName,
-    nodes: Vec<Option<NodeResources>>,
-}
+struct HandedNodes(Vec<Option<NodeResources>>);
 
 /// What the resource scores need of one node: its allocatable (as the node object states it,
 /// like upstream node infos) and the sums of its pods' requests.
@@ -688,7 +685,7 @@ impl Plugin for NodeOrder {
 
     fn on_session_open(&mut self, ssn: &mut SessionState) {
         self.view = PodView::open(ssn, false, self.weights.pod_affinity != 0);
-        let mut previous = self.previous.take().filter(|p| p.gpu == self.gpu);
+        let mut previous = self.previous.take();
         // A node's sums as the session before left them hold where its row was carried: the
         // same node object and the same tasks, all shown (no view hides a pod at open).
         self.nodes = ssn
@@ -698,7 +695,7 @@ impl Plugin for NodeOrder {
                 if ssn.node_row_carried(n)
                     && let Some(r) = previous
                         .as_mut()
-                        .and_then(|p| p.nodes.get_mut(n.index()))
+                        .and_then(|p| p.0.get_mut(n.index()))
                         .and_then(Option::take)
                 {
                     let _ = cell.set(r);
@@ -779,12 +776,10 @@ impl Plugin for NodeOrder {
                     .filter(|_| self.view.shows_all_on(NodeId::from_index(i)))
             })
             .collect();
-        nodes.iter().any(Option::is_some).then(|| {
-            Box::new(HandedNodes {
-                gpu: self.gpu,
-                nodes,
-            }) as Box<dyn std::any::Any + Send + Sync>
-        })
+        nodes
+            .iter()
+            .any(Option::is_some)
+            .then(|| Box::new(HandedNodes(nodes)) as Box<dyn std::any::Any + Send + Sync>)
     }
 
     fn take_over(&mut self, previous: Box<dyn std::any::Any + Send + Sync>) {
