@@ -39,6 +39,7 @@ use crate::state::{PriorityClassInfo, Snapshot};
 
 use super::decisions::{Decisions, Event, EventType, ObjectRef};
 use super::session_state::{SessionOptions, SessionState};
+use reuse::Reuse;
 
 /// What the last build left for the next one: its links, and the rows of its session once the
 /// session ended. One per scheduler (clones of its [`SessionOptions`] share it). Holding the
@@ -201,9 +202,14 @@ struct Cursor<T> {
 
 impl<T> Cursor<T> {
     fn new(items: Vec<T>) -> Cursor<T> {
+        Cursor::starting_at(items, 0)
+    }
+
+    /// A cursor over items whose first is at position `at`.
+    fn starting_at(items: Vec<T>, at: usize) -> Cursor<T> {
         Cursor {
             rest: items.into_iter(),
-            at: 0,
+            at,
         }
     }
 
@@ -268,9 +274,9 @@ struct Old {
 }
 
 struct OldRows {
-    tasks: Cursor<TaskInfo>,
+    tasks: Reuse<TaskInfo>,
     task_changed: Vec<u64>,
-    jobs: Cursor<JobInfo>,
+    jobs: Reuse<JobInfo>,
     job_changed: Vec<u64>,
     nodes: Vec<NodeInfo>,
     node_changed: Vec<u64>,
@@ -318,9 +324,9 @@ impl Old {
             task_specs: Cursor::new(l.task_specs),
             tasks: l.tasks,
             kept: kept.map(|k| OldRows {
-                tasks: Cursor::new(k.tasks.0),
+                tasks: Reuse::of(k.tasks.0),
                 task_changed: k.tasks.1,
-                jobs: Cursor::new(k.jobs.0),
+                jobs: Reuse::of(k.jobs.0),
                 job_changed: k.jobs.1,
                 nodes: k.nodes.0,
                 node_changed: k.nodes.1,
@@ -338,6 +344,8 @@ struct PodGroupJob<'s> {
     /// The last session's row of the same PodGroup object, if that session left it unchanged
     /// and nothing else rules it out.
     kept_row: Option<usize>,
+    /// The last session's position of the same PodGroup (by uid), whose row a new one replaces.
+    old_row: Option<usize>,
 }
 
 /// What the pass over the PodGroups makes.
@@ -443,6 +451,7 @@ fn pod_group_pass<'s>(
             spec,
             links,
             kept_row,
+            old_row: was_index,
         });
     }
     pass
@@ -497,8 +506,12 @@ fn pod_pass(
         searches: if had_links { 0 } else { SEARCHES_BEFORE_MAP },
     };
     let count = snapshot.pod_count();
+    let mut rows = match &mut old.kept {
+        Some(k) => std::mem::take(&mut k.tasks),
+        None => Reuse::fresh(count),
+    };
     let mut pass = PodPass {
-        tasks: Vec::with_capacity(count),
+        tasks: Vec::new(),
         task_specs: Vec::with_capacity(count),
         task_links: Vec::with_capacity(count),
         implicit_jobs: Vec::new(),
@@ -563,30 +576,34 @@ fn pod_pass(
             (None, Some(n)) if !spec.status.is_completed() => node_by_name.get(n).copied(),
             (None, _) => None,
         };
-        let id = TaskId::from_index(pass.tasks.len());
+        let id = TaskId::from_index(rows.len());
         let pg_job = job.filter(|j| j.index() < pg_job_count);
         // The last session's row of the same pod, unchanged, in the same job as then.
-        let kept = match (was, &mut old.kept) {
-            (Some((w, links)), Some(rows))
-                if !super::rows::bit(&rows.task_changed, w)
+        let kept = match (was, &old.kept) {
+            (Some((w, links)), Some(k))
+                if !super::rows::bit(&k.task_changed, w)
                     && links.job.and_then(|j| pg.job_now[j.index()]) == pg_job
                     && links.job.is_some() == pg_job.is_some() =>
             {
-                rows.tasks.take(w)
+                rows.keep(w)
             }
             _ => None,
         };
-        let task = match kept {
-            Some(mut row) => {
+        let placed = match kept {
+            Some(row) => {
                 row.job = job;
                 if let Some((w, _)) = was {
                     pass.task_now[w] = Some(id);
                 }
-                row
+                row.node.is_some()
             }
             None => {
                 pass.touch(pg_job, node);
-                TaskInfo::new(Arc::clone(spec), job, node)
+                rows.put(
+                    found.as_ref().map(|f| f.0),
+                    TaskInfo::new(Arc::clone(spec), job, node),
+                );
+                node.is_some()
             }
         };
         pass.task_specs.push(match found {
@@ -594,7 +611,7 @@ fn pod_pass(
             _ => Arc::clone(spec),
         });
         pass.task_links.push(TaskLinks { job: pg_job, node });
-        if task.node.is_some() {
+        if placed {
             if noted(&mut affinity, &spec.key) {
                 pass.placed_with_pod_affinity.push(id);
             }
@@ -602,8 +619,8 @@ fn pod_pass(
                 pass.placed_with_host_ports.push(id);
             }
         }
-        pass.tasks.push(task);
     }
+    pass.tasks = rows.finish();
     // The jobs and nodes of old tasks whose rows were not taken over lost a task.
     for (w, links) in old.tasks.iter().enumerate() {
         if pass.task_now[w].is_none() {
@@ -765,8 +782,11 @@ fn job_rows(
     implicit: Vec<JobInfo>,
     old: &mut Old,
 ) -> (Vec<JobInfo>, Vec<bool>, usize) {
-    let mut jobs = Vec::with_capacity(pg.jobs.len() + implicit.len());
-    let mut fresh = Vec::with_capacity(jobs.capacity());
+    let mut jobs = match &mut old.kept {
+        Some(k) => std::mem::take(&mut k.jobs),
+        None => Reuse::fresh(pg.jobs.len() + implicit.len()),
+    };
+    let mut fresh = Vec::with_capacity(pg.jobs.len() + implicit.len());
     let mut carried = 0;
     let new_row = |j: &PodGroupJob<'_>| {
         let mut job = JobInfo::from_spec(Arc::clone(j.spec));
@@ -775,19 +795,15 @@ fn job_rows(
         job
     };
     for (i, j) in pg.jobs.iter().enumerate() {
-        let kept = match (j.kept_row, &mut old.kept) {
-            (Some(w), Some(rows)) if !pods.touched_jobs[i] => rows.jobs.take(w),
+        // Left where it is and renumbered there ([`Reuse`]): a job row is large, and each
+        // copy of it is another pass over its memory.
+        let kept = match (j.kept_row, &old.kept) {
+            (Some(w), Some(_)) if !pods.touched_jobs[i] => jobs.keep(w),
             _ => None,
         };
-        // Moved straight into the table and renumbered there: a job row is large, and each
-        // copy of it on the way is another pass over its memory.
         let Some(row) = kept else {
-            jobs.push(new_row(j));
+            jobs.put(j.old_row, new_row(j));
             fresh.push(true);
-            continue;
-        };
-        jobs.push(row);
-        let Some(row) = jobs.last_mut() else {
             continue;
         };
         let renumbered = row.tasks.iter_mut().all(|t| {
@@ -804,6 +820,7 @@ fn job_rows(
         }
         fresh.push(!renumbered);
     }
+    let mut jobs = jobs.finish();
     jobs.extend(implicit);
     fresh.resize(jobs.len(), true);
     (jobs, fresh, carried)
@@ -915,5 +932,6 @@ fn implicit_job(snapshot: &Snapshot, spec: &TaskSpec, queue: &str, qid: QueueId)
     job
 }
 
+mod reuse;
 #[cfg(test)]
 mod tests;
