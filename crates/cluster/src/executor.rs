@@ -30,7 +30,7 @@ use engine::framework::decisions::{
 use engine::framework::{Decisions, Event as SchedEvent, EventType, ObjectRef};
 use engine::state::{AssumedBind, BindSource};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Binding, Event as KubeEvent, EventSource, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Event as KubeEvent, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -44,6 +44,7 @@ use crate::scheduler::WriteSink;
 use crate::shared::Shared;
 use status_queue::{StatusQueue, StatusWrite};
 
+mod event_body;
 mod node_lock;
 mod volumes;
 
@@ -69,6 +70,8 @@ pub struct Executor {
     metrics: Arc<Metrics>,
     cfg: ExecutorConfig,
     recent_events: Mutex<HashMap<(String, String, String), Instant>>,
+    /// The events' timestamp text, made once per second.
+    event_second: event_body::SecondText,
     /// Writes that outlive [`WriteSink::write`]'s future: binds, events, and status writes
     /// whose caller went away. [`WriteSink::drain`] waits for them.
     background: Mutex<tokio::task::JoinSet<()>>,
@@ -199,6 +202,7 @@ impl Executor {
             limiter,
             metrics,
             recent_events: Mutex::new(HashMap::new()),
+            event_second: event_body::SecondText::default(),
             background: Mutex::new(tokio::task::JoinSet::new()),
             event_batches: Arc::new(AtomicUsize::new(0)),
             status: Mutex::new(StatusQueue::with_queue_rest(cfg.queue_status_rest)),
@@ -840,37 +844,22 @@ impl Executor {
         }
         // Created directly rather than through kube's `Recorder`: its series cache keys events
         // without their message, so a changed message would patch the old event and be lost.
-        let now = Timestamp::now();
-        let namespace = ev.object.namespace.as_deref().unwrap_or("default");
         // A core/v1 Event, as client-go's recorder writes Volcano's: `kubectl get events`,
         // `--sort-by=.lastTimestamp` and event exporters read source, count and first/last
         // timestamps, which events.k8s.io/v1 refuses to set on new events.
-        let event = KubeEvent {
-            metadata: ObjectMeta {
-                name: Some(format!("{}.{:x}", ev.object.name, now.as_nanosecond())),
-                namespace: Some(namespace.to_string()),
-                ..Default::default()
-            },
-            involved_object: object_reference(&ev.object),
-            type_: Some(ev.type_.as_str().to_string()),
-            reason: Some(ev.reason.clone()),
-            message: Some(truncate(&ev.message, 1000)),
-            action: Some("Scheduling".into()),
-            source: Some(EventSource {
-                component: Some(self.cfg.scheduler_name.clone()),
-                host: None,
-            }),
-            count: Some(1),
-            first_timestamp: Some(Time(now)),
-            last_timestamp: Some(Time(now)),
-            reporting_component: Some(self.cfg.scheduler_name.clone()),
-            reporting_instance: Some(self.cfg.instance.clone()),
-            ..Default::default()
+        let now = Timestamp::now();
+        let namespace = ev.object.namespace.as_deref().unwrap_or("default");
+        let reporter = event_body::Reporter {
+            component: &self.cfg.scheduler_name,
+            instance: &self.cfg.instance,
         };
+        let time_text = self.event_second.of(now);
         let url = <KubeEvent as kube::Resource>::url_path(&(), Some(namespace));
-        let request = serde_json::to_vec(&event)
+        let request = event_body::event_body(ev, &reporter, now, &time_text)
             .map_err(kube::core::request::Error::SerializeBody)
-            .and_then(|body| kube::core::Request::new(url).create(&PostParams::default(), body));
+            .and_then(|(_, body)| {
+                kube::core::Request::new(url).create(&PostParams::default(), body)
+            });
         if let Err(e) = self.call_unread(request).await {
             tracing::debug!(error = %e, reason = %ev.reason, "event not published");
             // Let the next identical event try again instead of suppressing it.
@@ -983,21 +972,6 @@ fn pod_ref(ns: &str, name: &str, uid: &str) -> ObjectRef {
         namespace: Some(ns.to_string()),
         name: name.to_string(),
         uid: uid.to_string(),
-    }
-}
-
-fn object_reference(o: &ObjectRef) -> ObjectReference {
-    let api_version = match o.kind {
-        "PodGroup" | "Queue" => apis::API_VERSION,
-        _ => "v1",
-    };
-    ObjectReference {
-        api_version: Some(api_version.to_string()),
-        kind: Some(o.kind.to_string()),
-        name: Some(o.name.clone()),
-        namespace: o.namespace.clone(),
-        uid: (!o.uid.is_empty()).then(|| o.uid.clone()),
-        ..Default::default()
     }
 }
 

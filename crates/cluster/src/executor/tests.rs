@@ -1141,18 +1141,34 @@ fn long_messages_are_truncated_on_a_char_boundary() {
 
 #[test]
 fn object_references_carry_the_right_api_version() {
-    let pg = object_reference(&ObjectRef {
+    let reporter = event_body::Reporter {
+        component: "volcano-rs",
+        instance: "i",
+    };
+    let now = Timestamp::now();
+    let involved = |object: ObjectRef| {
+        let ev = SchedEvent {
+            object,
+            type_: EventType::Normal,
+            reason: "Scheduled".into(),
+            message: "m".into(),
+        };
+        let (_, body) = event_body::event_body(&ev, &reporter, now, "t").expect("body");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        v["involvedObject"].clone()
+    };
+    let pg = involved(ObjectRef {
         kind: "PodGroup",
         namespace: Some("ns".into()),
         name: "pg".into(),
         uid: String::new(),
     });
-    assert_eq!(pg.api_version.as_deref(), Some(apis::API_VERSION));
-    assert_eq!(pg.uid, None, "an empty uid is left out");
-    let p = object_reference(&pod_ref("ns", "p", "u"));
-    assert_eq!(p.api_version.as_deref(), Some("v1"));
-    assert_eq!(p.kind.as_deref(), Some("Pod"));
-    assert_eq!(p.uid.as_deref(), Some("u"));
+    assert_eq!(pg["apiVersion"], apis::API_VERSION);
+    assert!(pg.get("uid").is_none(), "an empty uid is left out");
+    let p = involved(pod_ref("ns", "p", "u"));
+    assert_eq!(p["apiVersion"], "v1");
+    assert_eq!(p["kind"], "Pod");
+    assert_eq!(p["uid"], "u");
 }
 
 // ---- (8) bind concurrency -----------------------------------------------------------------------
