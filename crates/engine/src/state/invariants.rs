@@ -3,7 +3,7 @@
 //! invariants). They are pure functions of a [`ClusterState`]; keeping track of how long a
 //! finding lasts is the caller's, since the engine reads no clock.
 
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
 
 use crate::model::TaskStatus;
 use crate::model::resource::{DimensionDefault, Resource};
@@ -66,8 +66,11 @@ pub fn check_state(state: &ClusterState) -> Vec<Violation> {
     out
 }
 
+/// Sums by node in a hash map (a check runs once a period over every pod); each node's sum
+/// adds its pods in the state's order as before, and what is found is reported in name order.
 fn check_nodes(state: &ClusterState, out: &mut Vec<Violation>) {
-    let mut used: BTreeMap<&str, (Resource, bool)> = BTreeMap::new();
+    let first = out.len();
+    let mut used: FxHashMap<&str, (Resource, bool)> = FxHashMap::default();
     for pod in state.pods() {
         let Some(node) = pod.node_name.as_deref().filter(|n| !n.is_empty()) else {
             continue;
@@ -93,11 +96,13 @@ fn check_nodes(state: &ClusterState, out: &mut Vec<Violation>) {
             });
         }
     }
+    out[first..].sort_by(|a, b| a.subject.cmp(&b.subject));
 }
 
 fn check_gangs(state: &ClusterState, out: &mut Vec<Violation>) {
+    let first = out.len();
     // PodGroup key → pods placed (or finished successfully, which counts as ready).
-    let mut placed: BTreeMap<&str, i32> = BTreeMap::new();
+    let mut placed: FxHashMap<&str, i32> = FxHashMap::default();
     for pod in state.pods().filter(|p| p.ours) {
         let JobLink::PodGroup(key) = &pod.job else {
             continue;
@@ -122,6 +127,7 @@ fn check_gangs(state: &ClusterState, out: &mut Vec<Violation>) {
             });
         }
     }
+    out[first..].sort_by(|a, b| a.subject.cmp(&b.subject));
 }
 
 fn check_assumed(state: &ClusterState, out: &mut Vec<Violation>) {
@@ -253,6 +259,44 @@ mod tests {
         assert!(s.assume_bind("ns/g-1", "n1"));
         assert!(s.assume_bind("ns/g-2", "n1"));
         assert_eq!(check_state(&s), vec![]);
+    }
+
+    #[test]
+    fn findings_come_in_name_order() {
+        let mut s = state();
+        for name in ["n3", "n0", "n2"] {
+            let node: Node = serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "1", "memory": "8Gi", "pods": "110"}}
+            }))
+            .expect("node");
+            s.upsert_node(node);
+            s.upsert_pod(pod(
+                &format!("big-{name}"),
+                "volcano-rs",
+                Some(name),
+                "2",
+                None,
+            ));
+        }
+        for g in ["z", "a", "m"] {
+            s.upsert_pod_group(
+                serde_json::from_value(json!({
+                    "metadata": {"name": g, "namespace": "ns"},
+                    "spec": {"minMember": 2}
+                }))
+                .expect("pod group"),
+            );
+            s.upsert_pod(pod(
+                &format!("{g}-0"),
+                "volcano-rs",
+                Some("n1"),
+                "0",
+                Some(g),
+            ));
+        }
+        let subjects: Vec<String> = check_state(&s).into_iter().map(|v| v.subject).collect();
+        assert_eq!(subjects, ["n0", "n2", "n3", "ns/a", "ns/m", "ns/z"]);
     }
 
     #[test]
