@@ -144,6 +144,10 @@ pub struct Phase {
     pub sessions_empty: Option<f64>,
     /// Volcano's scheduler: all its sessions (it does not tell the empty ones apart).
     pub sessions_all: Option<f64>,
+    /// The sessions' own time over the phase, from the start of each to its end
+    /// (`volcano_e2e_scheduling_latency_milliseconds_sum`, which both schedulers export): the
+    /// share of the CPU seconds the sessions take, less noisy than the whole process's figure.
+    pub session_seconds: Option<f64>,
     /// The daemon's CPU seconds over Volcano's for the same phase, when both ran.
     pub cpu_ratio_to_volcano: Option<f64>,
     /// The daemon's API writes over the phase, by kind (`volcano_api_writes_total`).
@@ -296,12 +300,19 @@ fn sessions_in(text: &str, scheduler: Scheduler<'_>) -> (f64, f64) {
     }
 }
 
+/// The sessions' time so far, in seconds (see [`Phase::session_seconds`]).
+fn session_seconds_in(text: &str) -> Option<f64> {
+    Daemon::metric_value(text, "volcano_e2e_scheduling_latency_milliseconds_sum", &[])
+        .map(|ms| ms / 1000.0)
+}
+
 /// The daemon's figures over a phase.
 struct Meter<'a> {
     pid: u32,
     scheduler: Scheduler<'a>,
     cpu: Option<f64>,
     sessions: (f64, f64),
+    session_seconds: Option<f64>,
     writes: BTreeMap<&'static str, f64>,
 }
 
@@ -314,6 +325,7 @@ impl<'a> Meter<'a> {
             scheduler,
             cpu: Some(0.0),
             sessions: (0.0, 0.0),
+            session_seconds: Some(0.0),
             writes: BTreeMap::new(),
         }
     }
@@ -328,6 +340,7 @@ impl<'a> Meter<'a> {
             scheduler,
             cpu,
             sessions: sessions_in(&text, scheduler),
+            session_seconds: session_seconds_in(&text),
             writes: writes(&text, scheduler),
         }
     }
@@ -338,6 +351,9 @@ impl<'a> Meter<'a> {
         phase.peak_rss_mib = peak_rss_mib(self.pid);
         let text = daemon.metrics().await.unwrap_or_default();
         let (a, b) = sessions_in(&text, self.scheduler);
+        phase.session_seconds = session_seconds_in(&text)
+            .zip(self.session_seconds)
+            .map(|(b, a)| b - a);
         phase.writes = writes(&text, self.scheduler)
             .into_iter()
             .map(|(k, v)| (k, v - self.writes.get(k).copied().unwrap_or(0.0)))
@@ -700,13 +716,13 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
 /// Prints the table.
 pub fn print_table(phases: &[Phase]) {
     println!(
-        "| phase | pods | seconds | pods/s | of ceiling | first bind s | pods/s while binding | of ceiling | p50 / p90 / p99 ms | CPU s | CPU / Volcano's | peak RSS MiB | sessions decided / empty |"
+        "| phase | pods | seconds | pods/s | of ceiling | first bind s | pods/s while binding | of ceiling | p50 / p90 / p99 ms | CPU s | sessions' s | CPU / Volcano's | peak RSS MiB | sessions decided / empty |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let percent = |r: Option<f64>| r.map_or("–".into(), |r| format!("{:.0} %", r * 100.0));
     for p in phases {
         println!(
-            "| {} | {} | {:.1} | {:.0} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.1} | {:.0} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} | {} | {} |",
             p.name,
             p.pods,
             p.seconds,
@@ -719,6 +735,7 @@ pub fn print_table(phases: &[Phase]) {
             fmt(p.latency_ms_p90, 0),
             fmt(p.latency_ms_p99, 0),
             fmt(p.cpu_seconds, 2),
+            fmt(p.session_seconds, 2),
             fmt(p.cpu_ratio_to_volcano, 2),
             fmt(p.peak_rss_mib, 0),
             match p.sessions_all {
