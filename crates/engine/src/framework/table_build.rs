@@ -685,6 +685,15 @@ pub(super) fn build_state(
         jobs: carried_jobs,
         nodes: carried_nodes,
     };
+    tracing::debug!(
+        build,
+        tasks = pods.tasks.len(),
+        jobs = jobs.len(),
+        carried_tasks = carried.tasks,
+        carried_jobs = carried.jobs,
+        carried_nodes = carried.nodes,
+        "session tables built"
+    );
     let PodPass {
         tasks,
         task_specs,
