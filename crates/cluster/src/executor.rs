@@ -855,11 +855,9 @@ impl Executor {
         };
         let time_text = self.event_second.of(now);
         let url = <KubeEvent as kube::Resource>::url_path(&(), Some(namespace));
-        let request = event_body::event_body(ev, &reporter, now, &time_text)
+        let request = event_body::event_body(ev, namespace, &reporter, now, &time_text)
             .map_err(kube::core::request::Error::SerializeBody)
-            .and_then(|(_, body)| {
-                kube::core::Request::new(url).create(&PostParams::default(), body)
-            });
+            .and_then(|body| kube::core::Request::new(url).create(&PostParams::default(), body));
         if let Err(e) = self.call_unread(request).await {
             tracing::debug!(error = %e, reason = %ev.reason, "event not published");
             // Let the next identical event try again instead of suppressing it.

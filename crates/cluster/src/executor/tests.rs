@@ -1153,7 +1153,7 @@ fn object_references_carry_the_right_api_version() {
             reason: "Scheduled".into(),
             message: "m".into(),
         };
-        let (_, body) = event_body::event_body(&ev, &reporter, now, "t").expect("body");
+        let body = event_body::event_body(&ev, "ns", &reporter, now, "t").expect("body");
         let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
         v["involvedObject"].clone()
     };

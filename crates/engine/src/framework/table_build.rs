@@ -806,8 +806,9 @@ fn job_rows(
     for (i, j) in pg.jobs.iter().enumerate() {
         // Left where it is and renumbered there ([`Reuse`]): a job row is large, and each
         // copy of it is another pass over its memory.
-        let kept = match (j.kept_row, &old.kept) {
-            (Some(w), Some(_)) if !pods.touched_jobs[i] => jobs.keep(w),
+        // A kept row comes from the old rows (`kept_row` is only set when there are some).
+        let kept = match j.kept_row {
+            Some(w) if !pods.touched_jobs[i] => jobs.keep(w),
             _ => None,
         };
         let Some(row) = kept else {
